@@ -1,0 +1,259 @@
+"""The main job: CausalMovingAvg against what users run today, in one run on one machine.
+
+    python benchmarks/bench.py            # full run: table, JSON and plot under benchmarks/results/
+    python benchmarks/bench.py --quick    # a smaller run, for a smoke check
+
+Every method computes the same causal moving average (edge='zeros') of the same float32 tensor.
+Times are medians of repeated calls; GB/s counts read + write traffic (2 x tensor bytes); ratios
+are against TF's floor (tf.math.multiply(x, 1.0), the cheapest op that reads and writes the
+tensor) and against the Keras Conv1D that the op replaces, measured in the same run.
+"""
+
+import argparse
+import functools
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import causal_moving_avg as cma  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+# Methods whose work grows with W (direct convolutions) run only up to this window.
+MAX_DIRECT_WINDOW = 64
+
+
+def keras_conv1d(channels, window):
+    """The user's frozen Keras Conv1D (depthwise through groups) inside tf.function."""
+    import keras
+
+    layer = keras.layers.Conv1D(
+        filters=channels,
+        kernel_size=window,
+        padding="causal",
+        groups=channels,
+        use_bias=False,
+        trainable=False,
+    )
+    layer.build((None, None, channels))
+    layer.set_weights([np.full((window, 1, channels), 1.0 / window, np.float32)])
+    return tf.function(lambda x: layer(x))
+
+
+def seed_keras_predict(x, window):
+    """The seed's approach (../shared/seed/): build a Keras model and call predict, per call."""
+    import keras
+
+    steps, channels = x.shape[1], x.shape[2]
+    inputs = keras.Input(shape=(steps, channels))
+    outputs = keras.layers.Conv1D(
+        filters=channels,
+        kernel_size=window,
+        padding="causal",
+        groups=channels,
+        use_bias=False,
+        trainable=False,
+    )(inputs)
+    model = keras.Model(inputs, outputs)
+    model.set_weights([np.full((window, 1, channels), 1.0 / window, np.float32)])
+    return model.predict(x, verbose=0)
+
+
+def causal_pad(x, window):
+    return tf.pad(x, [[0, 0], [window - 1, 0], [0, 0]])
+
+
+def tf_depthwise_conv(channels, window):
+    kernel = tf.constant(np.full((1, window, channels, 1), 1.0 / window, np.float32))
+
+    @tf.function
+    def run(x):
+        padded = causal_pad(x, window)[:, None]
+        return tf.nn.depthwise_conv2d(padded, kernel, [1, 1, 1, 1], "VALID")[:, 0]
+
+    return run
+
+
+def tf_avg_pool(window):
+    return tf.function(lambda x: tf.nn.avg_pool1d(causal_pad(x, window), window, 1, "VALID"))
+
+
+def tf_cumsum_difference(window):
+    @tf.function
+    def run(x):
+        total = tf.cumsum(x, axis=1)
+        shifted = tf.pad(total, [[0, 0], [window, 0], [0, 0]])[:, : tf.shape(x)[1]]
+        return (total - shifted) / window
+
+    return run
+
+
+def methods_for(x, window, edge):
+    """(name, callable) pairs for one input; the peers implement edge='zeros' only."""
+    channels = x.shape[2]
+    op_graph = tf.function(lambda t: cma.causal_moving_avg(t, window=window, edge=edge))
+    found = [
+        ("causal_moving_avg (eager)", lambda: cma.causal_moving_avg(x, window=window, edge=edge)),
+        ("causal_moving_avg (tf.function)", lambda: op_graph(x)),
+        ("tf.math.multiply (floor)", lambda: tf.math.multiply(x, 1.0)),
+    ]
+    host = x.numpy()
+    destination = np.empty_like(host)
+    found.append(("np.copyto (bandwidth)", lambda: np.copyto(destination, host)))
+    if edge != "zeros":
+        return found
+    peers = [("tf cumsum difference", tf_cumsum_difference(window))]
+    if window <= MAX_DIRECT_WINDOW:
+        peers += [
+            ("Keras Conv1D (tf.function)", keras_conv1d(channels, window)),
+            ("tf.nn depthwise conv", tf_depthwise_conv(channels, window)),
+            ("tf.nn.avg_pool1d", tf_avg_pool(window)),
+        ]
+    return found + [(name, functools.partial(peer, x)) for name, peer in peers]
+
+
+def time_call(fn, repeats, min_seconds):
+    """Median seconds of one call, after a warm-up (tracing, allocation)."""
+    result = fn()
+    if hasattr(result, "numpy"):
+        result.numpy()
+    samples = []
+    start = time.perf_counter()
+    while len(samples) < repeats or time.perf_counter() - start < min_seconds:
+        begin = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - begin)
+        if len(samples) >= 20 * repeats:
+            break
+    return statistics.median(samples), len(samples)
+
+
+def run_case(shape, window, edge, repeats, min_seconds, seed_repeats):
+    x = tf.constant(np.random.default_rng(0).standard_normal(shape, np.float32))
+    traffic = 2 * x.numpy().nbytes
+    rows = []
+    cases = methods_for(x, window, edge)
+    if edge == "zeros" and seed_repeats and np.prod(shape) <= 2**20 and window <= MAX_DIRECT_WINDOW:
+        host = x.numpy()
+        cases.append(("seed: Keras model + predict", lambda: seed_keras_predict(host, window)))
+    for name, fn in cases:
+        reps = seed_repeats if name.startswith("seed") else repeats
+        median, count = time_call(fn, reps, 0 if name.startswith("seed") else min_seconds)
+        rows.append(
+            {
+                "shape": list(shape),
+                "window": window,
+                "edge": edge,
+                "method": name,
+                "median_ms": median * 1e3,
+                "calls": count,
+                "gb_per_s": traffic / median / 1e9,
+            }
+        )
+        print(f"  {name:34s} {median * 1e3:10.3f} ms  {traffic / median / 1e9:7.2f} GB/s", flush=True)
+    by_name = {r["method"]: r["median_ms"] for r in rows}
+    for r in rows:
+        r["vs_floor"] = r["median_ms"] / by_name["tf.math.multiply (floor)"]
+        conv = by_name.get("Keras Conv1D (tf.function)")
+        r["conv1d_over_this"] = conv / r["median_ms"] if conv else None
+    return rows
+
+
+def markdown_table(rows):
+    lines = [
+        "| shape | W | edge | method | median ms | GB/s | x floor | Conv1D time / this |",
+        "|---|---:|---|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        conv = f"{r['conv1d_over_this']:.1f}" if r["conv1d_over_this"] else "-"
+        lines.append(
+            f"| {r['shape']} | {r['window']} | {r['edge']} | {r['method']} | "
+            f"{r['median_ms']:.3f} | {r['gb_per_s']:.2f} | {r['vs_floor']:.2f} | {conv} |"
+        )
+    return "\n".join(lines)
+
+
+def plot(sweep_rows, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(9, 5.5))
+    methods = sorted({r["method"] for r in sweep_rows})
+    for method in methods:
+        points = sorted((4 * np.prod(r["shape"]), r["gb_per_s"]) for r in sweep_rows if r["method"] == method)
+        style = dict(linestyle="--", color="black") if method.startswith("np.copyto") else {}
+        sizes, rates = [p[0] / 2**20 for p in points], [p[1] for p in points]
+        axes.plot(sizes, rates, marker="o", label=method, **style)
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("tensor size (MiB, float32)")
+    axes.set_ylabel("throughput (GB/s of read + write)")
+    axes.set_title(
+        f"Causal moving average, W=3, [batch, 4096, 8]; {platform.processor() or platform.machine()}, "
+        f"{os.cpu_count()} cores"
+    )
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="small sizes and few repeats")
+    parser.add_argument("--output", type=Path, default=RESULTS, help="folder for the table, JSON and plot")
+    args = parser.parse_args(argv)
+
+    if args.quick:
+        shapes, windows, edges = [(8, 4096, 8), (1, 100_000, 1), (1, 1000, 1)], [3, 1024], ["zeros"]
+        sweep_batches, repeats, min_seconds, seed_repeats = [1, 8], 5, 0.05, 1
+    else:
+        shapes = [(64, 16384, 8), (1, 10_000_000, 1), (256, 4096, 1), (1, 1000, 1)]
+        windows, edges = [3, 32, 1024, 4096], ["zeros", "partial"]
+        sweep_batches, repeats, min_seconds, seed_repeats = [1, 4, 16, 64, 256], 15, 0.3, 5
+
+    cases = [(s, w, e) for s in shapes for w in windows for e in edges]
+    rows = []
+    for index, (shape, window, edge) in enumerate(cases, 1):
+        print(f"[{index}/{len(cases)}] shape={list(shape)} window={window} edge={edge}", flush=True)
+        rows += run_case(shape, window, edge, repeats, min_seconds, seed_repeats)
+    sweep = []
+    for index, batch in enumerate(sweep_batches, 1):
+        print(f"[sweep {index}/{len(sweep_batches)}] shape=[{batch}, 4096, 8] window=3", flush=True)
+        sweep += run_case((batch, 4096, 8), 3, "zeros", repeats, min_seconds, 0)
+
+    machine = {
+        "processor": platform.processor(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "tensorflow": tf.__version__,
+        "numpy": np.__version__,
+        "build": cma.build_info(),
+    }
+    args.output.mkdir(parents=True, exist_ok=True)
+    report = {"machine": machine, "rows": rows, "sweep": sweep}
+    (args.output / "results.json").write_text(json.dumps(report, indent=1))
+    table = markdown_table(rows)
+    (args.output / "results.md").write_text(table + "\n")
+    plot(sweep, args.output / "throughput.png")
+    print()
+    print(table)
+    print(f"\nwrote {args.output / 'results.md'}, results.json and throughput.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

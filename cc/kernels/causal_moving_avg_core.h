@@ -1,0 +1,255 @@
+// The TensorFlow-free core of CausalMovingAvg: the single source of truth for the arithmetic,
+// shared by the TF CPU kernel, the CUDA kernel (and its host reference) and the NumPy binding.
+//
+// A tensor is viewed as [outer, steps, inner] (row-major); the average runs along `steps`,
+// independently for every (outer, inner) pair:
+//   y[t] = (x[t] + x[t-1] + ... + x[t-W+1]) / D(t),   x[j] = 0 for j < 0,
+//   D(t) = W for Edge::kZeros and min(t + 1, W) for Edge::kPartial.
+//
+// Work is cut into units of (row, block of steps, tile of lanes). Block boundaries depend only on
+// the shape and the window, never on the number of threads, and every unit restarts its sum from
+// the input ("re-anchors"), so results are bitwise identical however units are spread over threads,
+// and rounding cannot drift past one block. Inside a block a running sum in a wide accumulator
+// (float for 16-bit inputs, double for 32-bit ones, compensated double for 64-bit ones) costs O(1) per output whatever W is. A
+// NaN/Inf poisons a running sum for good, so a block that meets one is recomputed by a path that
+// counts non-finite values instead of adding them: they then reach exactly the W outputs whose
+// window holds them, as with direct summation (and Keras Conv1D).
+#ifndef CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_CORE_H_
+#define CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_CORE_H_
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#if defined(__CUDACC__)
+#define CMA_HOST_DEVICE __host__ __device__
+#else
+#define CMA_HOST_DEVICE
+#endif
+
+namespace causal_moving_avg {
+
+enum class Edge : int { kZeros = 0, kPartial = 1 };
+
+// The input seen as [outer, steps, inner], row-major.
+struct Geometry {
+  int64_t outer;
+  int64_t steps;
+  int64_t inner;
+};
+
+template <typename Acc>
+CMA_HOST_DEVICE inline bool IsFinite(Acc v) {
+  return v - v == Acc(0);  // NaN - NaN and Inf - Inf are NaN; needs no <cmath> on the device.
+}
+
+// A running sum in a type much wider than the input: its rounding stays far below the input's.
+template <typename Acc>
+struct PlainSum {
+  using Value = Acc;
+  Acc sum = Acc(0);
+  CMA_HOST_DEVICE void Add(Acc v) { sum += v; }
+  // Forms the difference first, so the loop-carried dependency is a single add.
+  CMA_HOST_DEVICE void Slide(Acc entering, Acc leaving) { sum += entering - leaving; }
+  CMA_HOST_DEVICE Acc Get() const { return sum; }
+};
+
+// Double inputs have no wider hardware type: a compensated (TwoSum) running sum keeps the error
+// at a few ulps of the window's own magnitude, even after much larger values have passed through.
+struct CompensatedSum {
+  using Value = double;
+  double sum = 0.0;
+  double compensation = 0.0;
+  CMA_HOST_DEVICE void Add(double v) {
+    const double total = sum + v;
+    const double v_part = total - sum;
+    compensation += (sum - (total - v_part)) + (v - v_part);
+    sum = total;
+  }
+  CMA_HOST_DEVICE void Slide(double entering, double leaving) {
+    Add(entering);
+    Add(-leaving);
+  }
+  CMA_HOST_DEVICE double Get() const { return sum + compensation; }
+};
+
+// 16-bit inputs accumulate in float, 32-bit inputs in double, 64-bit inputs compensated.
+template <typename T>
+using SumOf = std::conditional_t<
+    (sizeof(T) < 4), PlainSum<float>,
+    std::conditional_t<(sizeof(T) < 8), PlainSum<double>, CompensatedSum>>;
+
+// How the work is cut into independent units; see MakePlan.
+struct Plan {
+  Geometry geometry;
+  int64_t window;
+  Edge edge;
+  int64_t block_steps;     // steps per block (the last block of a row may be shorter)
+  int64_t lane_tile;       // inner lanes per unit (the last tile may be narrower)
+  int64_t blocks_per_row;  // ceil(steps / block_steps)
+  int64_t tiles_per_row;   // ceil(inner / lane_tile)
+  int64_t num_units;       // outer * blocks_per_row * tiles_per_row
+};
+
+// Most lanes one CPU unit carries; bounds the accumulator array a unit keeps on its stack.
+constexpr int64_t kMaxLaneTile = 256;
+// Target elements per block: big enough to amortise the re-anchoring and per-unit overhead.
+constexpr int64_t kTargetBlockElements = 1 << 15;
+
+CMA_HOST_DEVICE inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+CMA_HOST_DEVICE inline int64_t Min64(int64_t a, int64_t b) { return a < b ? a : b; }
+CMA_HOST_DEVICE inline int64_t Max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+// `lane_tile` is the number of lanes one unit advances together: up to kMaxLaneTile on the CPU
+// (SIMD over contiguous channels), 1 on the GPU (one thread per lane). Requires steps, inner >= 1.
+inline Plan MakePlan(Geometry geometry, int64_t window, Edge edge, int64_t max_lane_tile) {
+  Plan plan;
+  plan.geometry = geometry;
+  plan.window = window;
+  plan.edge = edge;
+  plan.lane_tile = Min64(geometry.inner, max_lane_tile);
+  // Re-anchoring a block reads up to W earlier inputs; blocks of at least 4W keep that below
+  // a quarter of the block's own reads, so the cost per output does not grow with W.
+  const int64_t effective_window = Min64(window, geometry.steps);
+  const int64_t by_size = Max64(1, kTargetBlockElements / plan.lane_tile);
+  plan.block_steps = Min64(geometry.steps, Max64(by_size, 4 * effective_window));
+  plan.blocks_per_row = CeilDiv(geometry.steps, plan.block_steps);
+  plan.tiles_per_row = CeilDiv(geometry.inner, plan.lane_tile);
+  plan.num_units = geometry.outer * plan.blocks_per_row * plan.tiles_per_row;
+  return plan;
+}
+
+// The fast path: one running sum per lane over steps [t0, t1) of `lanes` contiguous lanes, with
+// consecutive steps `stride` elements apart. `acc` is scratch for `lanes` sums. Returns false when
+// a lane met a NaN/Inf (or overflowed its sum): its outputs are then wrong and the caller must
+// recompute that lane with RunningMeanCareful.
+template <typename T, typename Sum>
+CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y, int64_t stride,
+                                     int64_t lanes, int64_t t0, int64_t t1, int64_t window,
+                                     Edge edge, Sum* __restrict__ acc) {
+  using Acc = typename Sum::Value;
+  // Anchor: acc holds the window that ends just before t0.
+  for (int64_t l = 0; l < lanes; ++l) acc[l] = Sum();
+  for (int64_t t = Max64(0, t0 - window); t < t0; ++t) {
+    const T* xt = x + t * stride;
+    for (int64_t l = 0; l < lanes; ++l) acc[l].Add(static_cast<Acc>(xt[l]));
+  }
+  // Steps before the window is full: nothing leaves it yet.
+  const int64_t t_full = Min64(t1, Max64(t0, window));
+  for (int64_t t = t0; t < t_full; ++t) {
+    const Acc inv = Acc(1) / static_cast<Acc>(edge == Edge::kPartial ? t + 1 : window);
+    const T* xt = x + t * stride;
+    T* yt = y + t * stride;
+    for (int64_t l = 0; l < lanes; ++l) {
+      acc[l].Add(static_cast<Acc>(xt[l]));
+      yt[l] = static_cast<T>(acc[l].Get() * inv);
+    }
+  }
+  // Steady state: one element enters, one leaves.
+  const Acc inv = Acc(1) / static_cast<Acc>(window);
+  for (int64_t t = t_full; t < t1; ++t) {
+    const T* xt = x + t * stride;
+    const T* xo = x + (t - window) * stride;
+    T* yt = y + t * stride;
+    for (int64_t l = 0; l < lanes; ++l) {
+      acc[l].Slide(static_cast<Acc>(xt[l]), static_cast<Acc>(xo[l]));
+      yt[l] = static_cast<T>(acc[l].Get() * inv);
+    }
+  }
+  bool finite = true;
+  for (int64_t l = 0; l < lanes; ++l) finite = finite && IsFinite(acc[l].Get());
+  return finite;
+}
+
+// Running sum of the finite values in a window plus counts of the non-finite ones, so that a
+// NaN/Inf affects exactly the outputs whose window holds it.
+template <typename Sum>
+struct CarefulWindow {
+  using Acc = typename Sum::Value;
+  Sum finite_sum;
+  int64_t nans = 0;
+  int64_t pos_infs = 0;
+  int64_t neg_infs = 0;
+
+  CMA_HOST_DEVICE void Add(Acc v, int64_t sign) {
+    if (v != v) {
+      nans += sign;
+    } else if (!IsFinite(v)) {
+      (v > Acc(0) ? pos_infs : neg_infs) += sign;
+    } else {
+      finite_sum.Add(sign > 0 ? v : -v);
+    }
+  }
+  // What direct summation gives: NaN if a NaN is present or +Inf meets -Inf, else the Inf.
+  CMA_HOST_DEVICE Acc Mean(Acc inv) const {
+    if (nans > 0 || (pos_infs > 0 && neg_infs > 0)) return std::numeric_limits<Acc>::quiet_NaN();
+    if (pos_infs > 0) return std::numeric_limits<Acc>::infinity();
+    if (neg_infs > 0) return -std::numeric_limits<Acc>::infinity();
+    return finite_sum.Get() * inv;
+  }
+};
+
+// The slow, exact path for one lane over steps [t0, t1); same contract as RunningMeanFast.
+template <typename T, typename Sum>
+CMA_HOST_DEVICE void RunningMeanCareful(const T* __restrict__ x, T* __restrict__ y, int64_t stride,
+                                        int64_t t0, int64_t t1, int64_t window, Edge edge) {
+  using Acc = typename Sum::Value;
+  CarefulWindow<Sum> w;
+  for (int64_t t = Max64(0, t0 - window); t < t0; ++t) w.Add(static_cast<Acc>(x[t * stride]), 1);
+  for (int64_t t = t0; t < t1; ++t) {
+    w.Add(static_cast<Acc>(x[t * stride]), 1);
+    if (t >= window) w.Add(static_cast<Acc>(x[(t - window) * stride]), -1);
+    const int64_t divisor = (edge == Edge::kPartial && t < window) ? t + 1 : window;
+    y[t * stride] = static_cast<T>(w.Mean(Acc(1) / static_cast<Acc>(divisor)));
+  }
+}
+
+// Where unit `unit` lives: row, first step, first lane and how many of each it covers.
+struct UnitRange {
+  int64_t row;
+  int64_t t0, t1;
+  int64_t lane0, lanes;
+};
+
+CMA_HOST_DEVICE inline UnitRange UnitAt(const Plan& plan, int64_t unit) {
+  const int64_t tile = unit % plan.tiles_per_row;
+  const int64_t rest = unit / plan.tiles_per_row;
+  const int64_t block = rest % plan.blocks_per_row;
+  UnitRange r;
+  r.row = rest / plan.blocks_per_row;
+  r.t0 = block * plan.block_steps;
+  r.t1 = Min64(plan.geometry.steps, r.t0 + plan.block_steps);
+  r.lane0 = tile * plan.lane_tile;
+  r.lanes = Min64(plan.lane_tile, plan.geometry.inner - r.lane0);
+  return r;
+}
+
+// Computes one unit: the fast path, then the careful path for the lanes it could not finish.
+// `acc` is scratch for plan.lane_tile sums.
+template <typename T, typename Sum = SumOf<T>>
+CMA_HOST_DEVICE void ComputeUnit(const Plan& plan, const T* x, T* y, int64_t unit, Sum* acc) {
+  const UnitRange r = UnitAt(plan, unit);
+  const int64_t stride = plan.geometry.inner;
+  const int64_t offset = r.row * plan.geometry.steps * stride + r.lane0;
+  if (RunningMeanFast(x + offset, y + offset, stride, r.lanes, r.t0, r.t1, plan.window, plan.edge,
+                      acc)) {
+    return;
+  }
+  for (int64_t l = 0; l < r.lanes; ++l) {
+    if (!IsFinite(acc[l].Get())) {
+      RunningMeanCareful<T, Sum>(x + offset + l, y + offset + l, stride, r.t0, r.t1, plan.window,
+                                 plan.edge);
+    }
+  }
+}
+
+// Computes units [begin, end) on the calling thread (the CPU entry point; callers shard units).
+template <typename T>
+void ComputeUnits(const Plan& plan, const T* x, T* y, int64_t begin, int64_t end) {
+  SumOf<T> acc[kMaxLaneTile];
+  for (int64_t unit = begin; unit < end; ++unit) ComputeUnit<T>(plan, x, y, unit, acc);
+}
+
+}  // namespace causal_moving_avg
+
+#endif  // CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_CORE_H_

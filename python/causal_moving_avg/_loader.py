@@ -1,0 +1,75 @@
+"""Loads the compiled op library once and registers the op's gradient."""
+
+import ctypes
+import json
+import os
+
+import tensorflow as tf
+
+_LIBRARY_FILE = "_causal_moving_avg_ops.so"
+
+
+def library_path() -> str:
+    """Path of the compiled op library, for loading into your own binary or serving process."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), _LIBRARY_FILE)
+
+
+def _major_minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def _load_library():
+    path = library_path()
+    if not os.path.exists(path):
+        raise ImportError(
+            f"causal_moving_avg: the compiled library {path} is missing; install the package "
+            "with `pip install --no-build-isolation .` so that CMake builds it"
+        )
+    try:
+        module = tf.load_op_library(path)
+    except tf.errors.NotFoundError as error:  # undefined symbols: built for another TensorFlow
+        raise ImportError(
+            f"causal_moving_avg: {path} does not load into TensorFlow {tf.__version__} ({error}). "
+            "Rebuild it against this TensorFlow: `pip install --no-build-isolation --force-reinstall .`"
+        ) from error
+    # The library is already loaded, so this maps the same handle and runs no registration twice.
+    info = json.loads(_build_info_json(path))
+    if _major_minor(info["tensorflow_version"]) != _major_minor(tf.__version__):
+        raise ImportError(
+            f"causal_moving_avg was built for TensorFlow {info['tensorflow_version']} but "
+            f"TensorFlow {tf.__version__} is installed; the C++ ABI differs between releases. "
+            "Rebuild: `pip install --no-build-isolation --force-reinstall .`"
+        )
+    return module, info
+
+
+def _build_info_json(path: str) -> str:
+    build_info = ctypes.CDLL(path).CausalMovingAvgBuildInfo
+    build_info.restype = ctypes.c_char_p
+    return build_info().decode()
+
+
+ops, _BUILD_INFO = _load_library()
+
+
+@tf.RegisterGradient("CausalMovingAvg")
+def _causal_moving_avg_gradient(op, grad):  # noqa: ARG001 (TensorFlow's signature)
+    """A constant to autodiff, like tf.stop_gradient: no gradient flows through the op."""
+    return [None]
+
+
+def build_info() -> dict:
+    """What the loaded library was built with.
+
+    Keys: ``cuda`` (GPU kernels compiled in), ``cuda_version``, ``cuda_architectures`` (list of
+    strings such as ``"sm_90"``), ``cuda_runtime`` (how the CUDA runtime is linked) and
+    ``tensorflow_version`` (the TensorFlow the library was built against).
+    """
+    architectures = [a for a in _BUILD_INFO["cuda_architectures"].split(";") if a]
+    return {
+        "cuda": bool(architectures),
+        "cuda_version": _BUILD_INFO["cuda_version"] or None,
+        "cuda_architectures": architectures,
+        "cuda_runtime": _BUILD_INFO["cuda_runtime"] or None,
+        "tensorflow_version": _BUILD_INFO["tensorflow_version"],
+    }

@@ -1,0 +1,46 @@
+"""Shared test set-up and the independent references every test compares against."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+
+def reference_moving_avg(x, window, axis, edge="zeros"):
+    """The definition, written plainly in float64: the sum of each window over its divisor."""
+    x = np.moveaxis(np.asarray(x, dtype=np.float64), axis, -1)
+    y = np.empty_like(x)
+    for t in range(x.shape[-1]):  # Inf - Inf and NaN propagate as in any direct sum
+        start = max(0, t - window + 1)
+        divisor = window if edge == "zeros" else t - start + 1
+        with np.errstate(invalid="ignore"):
+            y[..., t] = x[..., start : t + 1].sum(axis=-1) / divisor
+    return np.moveaxis(y, -1, axis)
+
+
+def keras_conv1d_moving_avg(x, window):
+    """What users do today: a frozen causal Conv1D with all weights 1/window, applied to each
+    channel of a [batch, steps, channels] float32 array separately (depthwise)."""
+    import keras
+
+    x = np.asarray(x, dtype=np.float32)
+    batch, steps, channels = x.shape
+    layer = keras.layers.Conv1D(
+        filters=1, kernel_size=window, padding="causal", use_bias=False, trainable=False
+    )
+    layer.build((None, steps, 1))
+    layer.set_weights([np.full((window, 1, 1), 1.0 / window, dtype=np.float32)])
+    per_channel = np.moveaxis(x, 2, 1).reshape(batch * channels, steps, 1)
+    y = np.asarray(layer(per_channel))
+    return np.moveaxis(y.reshape(batch, channels, steps), 1, 2)
+
+
+# Relative tolerance per dtype: one rounding of the result, plus the accumulator's error.
+RTOL = {np.float64: 1e-12, np.float32: 2e-7, np.float16: 1e-3, "bfloat16": 8e-3}
+
+
+@pytest.fixture(autouse=True)
+def _seeded():
+    np.random.seed(0)
