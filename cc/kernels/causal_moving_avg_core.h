@@ -70,7 +70,8 @@ struct CompensatedSum {
     Add(entering);
     Add(-leaving);
   }
-  CMA_HOST_DEVICE double Get() const { return sum + compensation; }
+  // Once an Inf/NaN is in the sum the compensation is NaN; the sum alone is then the answer.
+  CMA_HOST_DEVICE double Get() const { return IsFinite(sum) ? sum + compensation : sum; }
 };
 
 // 16-bit inputs accumulate in float, 32-bit inputs in double, 64-bit inputs compensated.
@@ -93,16 +94,18 @@ struct Plan {
 
 // Most lanes one CPU unit carries; bounds the accumulator array a unit keeps on its stack.
 constexpr int64_t kMaxLaneTile = 256;
-// Target elements per block: big enough to amortise the re-anchoring and per-unit overhead.
-constexpr int64_t kTargetBlockElements = 1 << 15;
+// Elements per CPU block: big enough to amortise the re-anchoring and per-unit overhead.
+constexpr int64_t kCpuBlockElements = 1 << 15;
 
 CMA_HOST_DEVICE inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 CMA_HOST_DEVICE inline int64_t Min64(int64_t a, int64_t b) { return a < b ? a : b; }
 CMA_HOST_DEVICE inline int64_t Max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-// `lane_tile` is the number of lanes one unit advances together: up to kMaxLaneTile on the CPU
-// (SIMD over contiguous channels), 1 on the GPU (one thread per lane). Requires steps, inner >= 1.
-inline Plan MakePlan(Geometry geometry, int64_t window, Edge edge, int64_t max_lane_tile) {
+// `max_lane_tile` is how many lanes one unit advances together: up to kMaxLaneTile on the CPU
+// (SIMD over contiguous channels), 1 on the GPU (one thread per lane). A block spans at least
+// `min_block_steps` steps. Requires steps, inner >= 1.
+inline Plan MakePlan(Geometry geometry, int64_t window, Edge edge, int64_t max_lane_tile,
+                     int64_t min_block_steps) {
   Plan plan;
   plan.geometry = geometry;
   plan.window = window;
@@ -111,12 +114,30 @@ inline Plan MakePlan(Geometry geometry, int64_t window, Edge edge, int64_t max_l
   // Re-anchoring a block reads up to W earlier inputs; blocks of at least 4W keep that below
   // a quarter of the block's own reads, so the cost per output does not grow with W.
   const int64_t effective_window = Min64(window, geometry.steps);
-  const int64_t by_size = Max64(1, kTargetBlockElements / plan.lane_tile);
-  plan.block_steps = Min64(geometry.steps, Max64(by_size, 4 * effective_window));
+  plan.block_steps = Min64(geometry.steps, Max64(min_block_steps, 4 * effective_window));
   plan.blocks_per_row = CeilDiv(geometry.steps, plan.block_steps);
   plan.tiles_per_row = CeilDiv(geometry.inner, plan.lane_tile);
   plan.num_units = geometry.outer * plan.blocks_per_row * plan.tiles_per_row;
   return plan;
+}
+
+// Up to this window, the GPU sums each window directly on narrow layouts (inner < a warp): every
+// output reads its W inputs, coalesced across the warp, the overlap served from L1/L2.
+constexpr int64_t kGpuDirectMaxWindow = 32;
+CMA_HOST_DEVICE inline bool GpuUsesDirectSum(Geometry geometry, int64_t window) {
+  return geometry.inner < 32 && window <= kGpuDirectMaxWindow;
+}
+
+// The GPU's plan for its running-sum kernel: one lane per thread, short blocks for many threads.
+constexpr int64_t kGpuMinBlockSteps = 64;
+inline Plan MakeGpuPlan(Geometry geometry, int64_t window, Edge edge) {
+  return MakePlan(geometry, window, edge, /*max_lane_tile=*/1, kGpuMinBlockSteps);
+}
+
+// The CPU's plan: wide lane tiles, blocks of about kCpuBlockElements elements.
+inline Plan MakeCpuPlan(Geometry geometry, int64_t window, Edge edge) {
+  const int64_t lane_tile = Min64(geometry.inner, kMaxLaneTile);
+  return MakePlan(geometry, window, edge, kMaxLaneTile, Max64(1, kCpuBlockElements / lane_tile));
 }
 
 // The fast path: one running sum per lane over steps [t0, t1) of `lanes` contiguous lanes, with
@@ -202,6 +223,21 @@ CMA_HOST_DEVICE void RunningMeanCareful(const T* __restrict__ x, T* __restrict__
     const int64_t divisor = (edge == Edge::kPartial && t < window) ? t + 1 : window;
     y[t * stride] = static_cast<T>(w.Mean(Acc(1) / static_cast<Acc>(divisor)));
   }
+}
+
+// Direct summation of the window that ends at flat element `i` (the GPU's kernel for short
+// windows on narrow layouts): exact by construction, nothing carried between outputs.
+template <typename T>
+CMA_HOST_DEVICE T DirectMeanAt(Geometry geometry, int64_t window, Edge edge, const T* x,
+                               int64_t i) {
+  using Sum = SumOf<T>;
+  using Acc = typename Sum::Value;
+  const int64_t t = (i / geometry.inner) % geometry.steps;
+  const int64_t terms = Min64(window, t + 1);
+  Sum sum;
+  for (int64_t k = 0; k < terms; ++k) sum.Add(static_cast<Acc>(x[i - k * geometry.inner]));
+  const int64_t divisor = edge == Edge::kPartial ? terms : window;
+  return static_cast<T>(sum.Get() / static_cast<Acc>(divisor));
 }
 
 // Where unit `unit` lives: row, first step, first lane and how many of each it covers.

@@ -14,7 +14,7 @@ template <typename T>
 struct LaunchCausalMovingAvg<CPUDevice, T> {
   absl::Status operator()(::tensorflow::OpKernelContext* ctx, Geometry geometry,
                                   int64_t window, Edge edge, const T* x, T* y) {
-    const Plan plan = MakePlan(geometry, window, edge, kMaxLaneTile);
+    const Plan plan = MakeCpuPlan(geometry, window, edge);
     // Per unit: each input read about twice (entering and leaving the window), each output
     // written once, a few flops per element; Eigen turns this into a shard size.
     const double elements = static_cast<double>(plan.block_steps * plan.lane_tile);

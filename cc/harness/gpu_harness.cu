@@ -1,0 +1,254 @@
+// Runs the CUDA kernels without TensorFlow (the GPU machine this project borrows has none), in
+// one command:
+//   1. correctness: the GPU result against the CPU core over a matrix of shapes, windows, edges
+//      and dtypes, with NaN/Inf inputs, and outputs poisoned twice (a NaN pattern and a finite
+//      one) so an element the kernel never wrote cannot pass;
+//   2. speed: CUDA-event medians on large tensors, as GB/s of read + write traffic and as a
+//      ratio to a device-to-device copy of the same bytes timed in the same run.
+// Usage: cma_gpu_harness [--quick]. Exit 0: all passed; 1: a failure; 77: no GPU (skipped).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cc/kernels/causal_moving_avg_core.h"
+#include "cc/kernels/causal_moving_avg_gpu.cu.h"
+
+namespace cma = causal_moving_avg;
+
+namespace {
+
+#define CHECK_CUDA(call)                                                                   \
+  do {                                                                                     \
+    const cudaError_t status_ = (call);                                                    \
+    if (status_ != cudaSuccess) {                                                          \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                   \
+                   cudaGetErrorString(status_));                                           \
+      std::exit(1);                                                                        \
+    }                                                                                      \
+  } while (0)
+
+template <typename T> const char* TypeName();
+template <> const char* TypeName<__half>() { return "half"; }
+template <> const char* TypeName<__nv_bfloat16>() { return "bfloat16"; }
+template <> const char* TypeName<float>() { return "float"; }
+template <> const char* TypeName<double>() { return "double"; }
+
+// Allowed error relative to the window's magnitude: one rounding of the output type plus the
+// accumulator's (the GPU may sum in another order than the CPU).
+template <typename T> double Tolerance();
+template <> double Tolerance<__half>() { return 2e-3; }
+template <> double Tolerance<__nv_bfloat16>() { return 1.6e-2; }
+template <> double Tolerance<float>() { return 4e-7; }
+template <> double Tolerance<double>() { return 1e-13; }
+
+template <typename T>
+double ToDouble(T v) {
+  if constexpr (std::is_same_v<T, double>) {
+    return v;
+  } else {
+    return static_cast<double>(static_cast<float>(v));
+  }
+}
+
+struct Case {
+  cma::Geometry geometry;
+  int64_t window;
+  cma::Edge edge;
+  bool specials;  // sprinkle NaN / +Inf / -Inf
+};
+
+template <typename T>
+std::vector<T> MakeInput(const Case& c, std::mt19937_64& rng) {
+  const int64_t n = c.geometry.outer * c.geometry.steps * c.geometry.inner;
+  std::normal_distribution<double> normal(0.0, 10.0);
+  std::vector<T> x(n);
+  for (auto& v : x) v = static_cast<T>(normal(rng));
+  if (c.specials && n > 0) {
+    const double specials[] = {NAN, INFINITY, -INFINITY, INFINITY};
+    for (int k = 0; k < 12; ++k) x[rng() % n] = static_cast<T>(specials[k % 4]);
+  }
+  return x;
+}
+
+template <typename T>
+std::vector<T> RunGpu(const Case& c, const std::vector<T>& x, unsigned char poison, int sm_count) {
+  const size_t bytes = x.size() * sizeof(T);
+  T *dx = nullptr, *dy = nullptr;
+  CHECK_CUDA(cudaMalloc(&dx, bytes + 1));
+  CHECK_CUDA(cudaMalloc(&dy, bytes + 1));
+  CHECK_CUDA(cudaMemcpy(dx, x.data(), bytes, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemset(dy, poison, bytes));
+  if (!x.empty()) {
+    CHECK_CUDA(cma::LaunchCausalMovingAvgOnGpu<T>(nullptr, sm_count, c.geometry, c.window, c.edge,
+                                                  dx, dy));
+  }
+  CHECK_CUDA(cudaDeviceSynchronize());
+  std::vector<T> y(x.size());
+  CHECK_CUDA(cudaMemcpy(y.data(), dy, bytes, cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaFree(dx));
+  CHECK_CUDA(cudaFree(dy));
+  return y;
+}
+
+// Returns an empty string when the GPU output matches the CPU core, else what went wrong.
+template <typename T>
+std::string Check(const Case& c, std::mt19937_64& rng, int sm_count) {
+  const std::vector<T> x = MakeInput<T>(c, rng);
+  std::vector<T> expected(x.size());
+  std::vector<double> magnitude(x.size()), abs_x(x.size());
+  for (size_t i = 0; i < x.size(); ++i) abs_x[i] = std::fabs(ToDouble(x[i]));
+  if (!x.empty()) {
+    const cma::Plan plan = cma::MakeCpuPlan(c.geometry, c.window, c.edge);
+    cma::ComputeUnits<T>(plan, x.data(), expected.data(), 0, plan.num_units);
+    cma::ComputeUnits<double>(plan, abs_x.data(), magnitude.data(), 0, plan.num_units);
+  }
+  for (unsigned char poison : {0xFF, 0x7B}) {  // a NaN pattern, then a finite one
+    const std::vector<T> got = RunGpu<T>(c, x, poison, sm_count);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double e = ToDouble(expected[i]);
+      const double g = ToDouble(got[i]);
+      const bool same_special = (std::isnan(e) && std::isnan(g)) || (std::isinf(e) && e == g);
+      const bool close = std::isfinite(e) && std::isfinite(g) &&
+                         std::fabs(g - e) <= Tolerance<T>() * magnitude[i] + 1e-30;
+      if (!same_special && !close) {
+        char message[200];
+        std::snprintf(message, sizeof(message), "element %zu: gpu %.17g, cpu %.17g (poison 0x%02X)",
+                      i, g, e, poison);
+        return message;
+      }
+    }
+  }
+  return "";
+}
+
+template <typename T>
+void RunMatrix(bool quick, int sm_count, int* passed, int* failed) {
+  const std::vector<cma::Geometry> shapes =
+      quick ? std::vector<cma::Geometry>{{1, 100000, 1}, {3, 500, 40}, {2, 300, 3}}
+            : std::vector<cma::Geometry>{{1, 1 << 20, 1}, {4, 20000, 3},  {2, 3000, 32},
+                                         {3, 2000, 100},  {2, 64, 1024},  {5, 1, 7},
+                                         {1, 2, 1},       {2, 0, 4},      {1, 70000, 2}};
+  const std::vector<int64_t> windows = quick ? std::vector<int64_t>{1, 3, 1000}
+                                             : std::vector<int64_t>{1, 2, 3, 7, 32, 33, 1000, 5000,
+                                                                    int64_t{1} << 40};
+  std::mt19937_64 rng(42);
+  for (const auto& shape : shapes) {
+    for (int64_t window : windows) {
+      for (cma::Edge edge : {cma::Edge::kZeros, cma::Edge::kPartial}) {
+        for (bool specials : {false, true}) {
+          const Case c{shape, window, edge, specials};
+          const std::string error = Check<T>(c, rng, sm_count);
+          if (error.empty()) {
+            ++*passed;
+          } else {
+            ++*failed;
+            std::printf("FAIL %s [%lld, %lld, %lld] W=%lld edge=%s specials=%d: %s\n",
+                        TypeName<T>(), (long long)shape.outer, (long long)shape.steps,
+                        (long long)shape.inner, (long long)window,
+                        edge == cma::Edge::kZeros ? "zeros" : "partial", specials, error.c_str());
+          }
+        }
+      }
+    }
+  }
+}
+
+float MedianMs(std::vector<float> samples) {
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+template <typename Launch>
+float TimeMs(Launch launch, int repeats) {
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  launch();  // warm-up
+  std::vector<float> samples;
+  for (int r = 0; r < repeats; ++r) {
+    CHECK_CUDA(cudaEventRecord(start));
+    launch();
+    CHECK_CUDA(cudaEventRecord(stop));
+    CHECK_CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    samples.push_back(ms);
+  }
+  CHECK_CUDA(cudaEventDestroy(start));
+  CHECK_CUDA(cudaEventDestroy(stop));
+  return MedianMs(samples);
+}
+
+template <typename T>
+void Benchmark(cma::Geometry g, int64_t window, int sm_count, int repeats) {
+  const int64_t n = g.outer * g.steps * g.inner;
+  const size_t bytes = n * sizeof(T);
+  T *dx = nullptr, *dy = nullptr;
+  CHECK_CUDA(cudaMalloc(&dx, bytes));
+  CHECK_CUDA(cudaMalloc(&dy, bytes));
+  CHECK_CUDA(cudaMemset(dx, 0, bytes));
+  const float copy_ms = TimeMs([&] { CHECK_CUDA(cudaMemcpyAsync(dy, dx, bytes, cudaMemcpyDeviceToDevice)); }, repeats);
+  const float op_ms = TimeMs(
+      [&] {
+        CHECK_CUDA(cma::LaunchCausalMovingAvgOnGpu<T>(nullptr, sm_count, g, window,
+                                                      cma::Edge::kZeros, dx, dy));
+      },
+      repeats);
+  const double traffic = 2.0 * bytes;
+  std::printf("| %-8s | [%lld, %lld, %lld] | %6lld | %-7s | %8.3f | %7.0f | %8.3f | %7.0f | %5.2f |\n",
+              TypeName<T>(), (long long)g.outer, (long long)g.steps, (long long)g.inner,
+              (long long)window, cma::GpuUsesDirectSum(g, window) ? "direct" : "running", op_ms,
+              traffic / op_ms / 1e6, copy_ms, traffic / copy_ms / 1e6, op_ms / copy_ms);
+  CHECK_CUDA(cudaFree(dx));
+  CHECK_CUDA(cudaFree(dy));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("SKIP: no CUDA device available\n");
+    return 77;
+  }
+  cudaDeviceProp props;
+  CHECK_CUDA(cudaGetDeviceProperties(&props, 0));
+  int driver = 0, runtime = 0;
+  CHECK_CUDA(cudaDriverGetVersion(&driver));
+  CHECK_CUDA(cudaRuntimeGetVersion(&runtime));
+  std::printf("device: %s (sm_%d%d, %d SMs), driver %d, runtime %d\n", props.name, props.major,
+              props.minor, props.multiProcessorCount, driver, runtime);
+  const int sm = props.multiProcessorCount;
+
+  int passed = 0, failed = 0;
+  RunMatrix<float>(quick, sm, &passed, &failed);
+  RunMatrix<double>(quick, sm, &passed, &failed);
+  RunMatrix<__half>(quick, sm, &passed, &failed);
+  RunMatrix<__nv_bfloat16>(quick, sm, &passed, &failed);
+  std::printf("correctness: %d passed, %d failed\n", passed, failed);
+
+  std::printf("\n| dtype | shape | W | kernel | op ms | op GB/s | copy ms | copy GB/s | op/copy |\n");
+  std::printf("|---|---|---:|---|---:|---:|---:|---:|---:|\n");
+  const int repeats = quick ? 5 : 20;
+  const int64_t big = quick ? (int64_t{1} << 24) : (int64_t{1} << 28);
+  for (int64_t window : {int64_t{3}, int64_t{32}, int64_t{1024}, int64_t{4096}}) {
+    Benchmark<float>({1, big, 1}, window, sm, repeats);
+    Benchmark<float>({big / (16384 * 8), 16384, 8}, window, sm, repeats);
+    Benchmark<float>({big / (4096 * 256), 4096, 256}, window, sm, repeats);
+  }
+  Benchmark<__half>({big / (4096 * 256), 4096, 256}, 3, sm, repeats);
+  Benchmark<double>({big / (4096 * 256) / 2, 4096, 256}, 3, sm, repeats);
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,36 @@
+// The GPU kernel: launches the shared CUDA kernels on TensorFlow's stream for the op.
+#define EIGEN_USE_GPU
+
+#include "absl/strings/str_cat.h"
+#include "cc/kernels/causal_moving_avg_gpu.cu.h"
+#include "cc/kernels/causal_moving_avg_op.h"
+#include "tensorflow/core/framework/register_types.h"
+#include "unsupported/Eigen/CXX11/Tensor"
+
+namespace causal_moving_avg {
+
+using GPUDevice = Eigen::GpuDevice;
+
+template <typename T>
+struct LaunchCausalMovingAvg<GPUDevice, T> {
+  absl::Status operator()(::tensorflow::OpKernelContext* ctx, Geometry geometry, int64_t window,
+                          Edge edge, const T* x, T* y) {
+    const GPUDevice& device = ctx->eigen_device<GPUDevice>();
+    const cudaError_t status = LaunchCausalMovingAvgOnGpu<T>(
+        device.stream(), device.getNumGpuMultiProcessors(), geometry, window, edge, x, y);
+    if (status != cudaSuccess) {
+      return absl::InternalError(absl::StrCat("CausalMovingAvg: CUDA kernel launch failed: ",
+                                              cudaGetErrorString(status)));
+    }
+    return absl::OkStatus();
+  }
+};
+
+#define CMA_REGISTER_GPU(T) CMA_REGISTER_KERNEL(::tensorflow::DEVICE_GPU, GPUDevice, T);
+TF_CALL_half(CMA_REGISTER_GPU);
+TF_CALL_bfloat16(CMA_REGISTER_GPU);
+TF_CALL_float(CMA_REGISTER_GPU);
+TF_CALL_double(CMA_REGISTER_GPU);
+#undef CMA_REGISTER_GPU
+
+}  // namespace causal_moving_avg

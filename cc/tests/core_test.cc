@@ -1,0 +1,128 @@
+// Tests of the TensorFlow-free core against a plain reference, with no TensorFlow in the process:
+// the CPU plan, the GPU's running-sum plan and the GPU's direct sums, all run here on the host,
+// so the arithmetic the CUDA kernels use is checked on machines without a GPU (and under
+// sanitizers). Prints one line per failure and "N passed, N failed"; exits 1 on any failure.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cc/kernels/causal_moving_avg_core.h"
+
+namespace cma = causal_moving_avg;
+
+namespace {
+
+int passed = 0;
+int failed = 0;
+
+// The definition, summed directly in long double; non-finite values propagate as in any sum.
+std::vector<long double> Reference(const std::vector<double>& x, cma::Geometry g, int64_t window,
+                                   cma::Edge edge) {
+  std::vector<long double> y(x.size());
+  for (int64_t o = 0; o < g.outer; ++o) {
+    for (int64_t t = 0; t < g.steps; ++t) {
+      for (int64_t i = 0; i < g.inner; ++i) {
+        long double sum = 0;
+        const int64_t first = t - window + 1 > 0 ? t - window + 1 : 0;
+        for (int64_t j = first; j <= t; ++j) sum += x[(o * g.steps + j) * g.inner + i];
+        const int64_t divisor = edge == cma::Edge::kPartial ? t - first + 1 : window;
+        y[(o * g.steps + t) * g.inner + i] = sum / divisor;
+      }
+    }
+  }
+  return y;
+}
+
+template <typename T>
+void Expect(const std::string& name, const std::vector<T>& got, const std::vector<long double>& want,
+            const std::vector<long double>& magnitude, double tolerance) {
+  for (size_t i = 0; i < got.size(); ++i) {
+    const long double g = got[i], w = want[i];
+    const bool same_special = (std::isnan(w) && std::isnan(g)) || (std::isinf(w) && g == w);
+    const bool close = std::isfinite(w) && std::isfinite(g) &&
+                       std::fabs(g - w) <= tolerance * magnitude[i] + 1e-300L;
+    if (!same_special && !close) {
+      std::printf("FAIL %s: element %zu got %.17Lg want %.17Lg\n", name.c_str(), i, g, w);
+      ++failed;
+      return;
+    }
+  }
+  ++passed;
+}
+
+template <typename T>
+void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, bool specials, std::mt19937_64& rng) {
+  const int64_t n = g.outer * g.steps * g.inner;
+  std::normal_distribution<double> normal(100.0, 10.0);
+  std::vector<double> x64(n);
+  for (auto& v : x64) v = static_cast<T>(normal(rng));
+  if (specials && n > 0) {
+    const double values[] = {NAN, INFINITY, -INFINITY, INFINITY};
+    for (int k = 0; k < 8; ++k) x64[rng() % n] = values[k % 4];
+  }
+  std::vector<T> x(x64.begin(), x64.end());
+  std::vector<double> abs_x(n);
+  for (int64_t i = 0; i < n; ++i) abs_x[i] = std::fabs(x64[i]);
+  const auto want = Reference(x64, g, window, edge);
+  const auto magnitude = Reference(abs_x, g, window, edge);
+  const double tolerance = sizeof(T) == 8 ? 1e-14 : 1.2e-7;
+  char label[160];
+  std::snprintf(label, sizeof(label), "%s [%lld,%lld,%lld] W=%lld %s%s", sizeof(T) == 8 ? "f64" : "f32",
+                (long long)g.outer, (long long)g.steps, (long long)g.inner, (long long)window,
+                edge == cma::Edge::kZeros ? "zeros" : "partial", specials ? " specials" : "");
+  if (n == 0) return;
+
+  const std::function<cma::Plan()> plans[] = {
+      [&] { return cma::MakeCpuPlan(g, window, edge); },
+      [&] { return cma::MakeGpuPlan(g, window, edge); },
+  };
+  const char* plan_names[] = {"cpu-plan", "gpu-plan"};
+  for (int p = 0; p < 2; ++p) {
+    const cma::Plan plan = plans[p]();
+    std::vector<T> y(n, static_cast<T>(NAN));
+    cma::ComputeUnits<T>(plan, x.data(), y.data(), 0, plan.num_units);
+    Expect(std::string(plan_names[p]) + " " + label, y, want, magnitude, tolerance);
+    // Units are independent: any split and order gives bitwise the same output.
+    std::vector<T> reversed(n, static_cast<T>(0));
+    for (int64_t u = plan.num_units - 1; u >= 0; --u) {
+      cma::ComputeUnits<T>(plan, x.data(), reversed.data(), u, u + 1);
+    }
+    const bool same = std::memcmp(y.data(), reversed.data(), n * sizeof(T)) == 0;
+    if (same) {
+      ++passed;
+    } else {
+      ++failed;
+      std::printf("FAIL %s %s: unit order changed the bits\n", plan_names[p], label);
+    }
+  }
+  std::vector<T> direct(n);
+  for (int64_t i = 0; i < n; ++i) direct[i] = cma::DirectMeanAt(g, window, edge, x.data(), i);
+  Expect(std::string("direct ") + label, direct, want, magnitude, tolerance);
+}
+
+}  // namespace
+
+int main() {
+  std::mt19937_64 rng(7);
+  const cma::Geometry shapes[] = {{1, 5000, 1}, {3, 700, 5},  {2, 300, 40}, {1, 1, 1},
+                                  {2, 2, 3},    {1, 40000, 1}, {1, 3, 300}, {4, 130, 2}};
+  const int64_t windows[] = {1, 2, 3, 7, 33, 64, 1000, int64_t{1} << 40};
+  for (const auto& g : shapes) {
+    for (int64_t w : windows) {
+      if (w > 64 && g.steps * g.inner > 20000) continue;  // the O(T*W) reference stays fast
+      for (cma::Edge e : {cma::Edge::kZeros, cma::Edge::kPartial}) {
+        for (bool specials : {false, true}) {
+          CheckCase<float>(g, w, e, specials, rng);
+          CheckCase<double>(g, w, e, specials, rng);
+        }
+      }
+    }
+  }
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,129 @@
+"""The CUDA side: what can be checked without a GPU is checked here; running the op on a GPU
+is checked where one is present (and skipped, saying so, where not)."""
+
+import itertools
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.python.framework import kernels
+
+import causal_moving_avg
+from conftest import reference_moving_avg
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD_DIR = Path(os.environ.get("CMA_BUILD_DIR", ROOT / "build"))
+NVCC_PRESENT = bool(
+    os.environ.get("CUDACXX") or shutil.which("nvcc") or Path("/usr/local/cuda/bin/nvcc").exists()
+)
+DEFAULT_ARCHITECTURES = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "compute_90"]
+GPUS = tf.config.list_physical_devices("GPU")
+
+needs_cuda_build = pytest.mark.skipif(
+    not NVCC_PRESENT, reason="no CUDA compiler on this machine, so the library was built CPU-only"
+)
+needs_gpu = pytest.mark.skipif(not GPUS, reason="no GPU visible to TensorFlow on this machine")
+
+
+@needs_cuda_build
+def test_cuda_compiled_in_when_a_compiler_is_present():
+    info = causal_moving_avg.build_info()
+    assert info["cuda"] is True
+    assert info["cuda_version"] and info["cuda_runtime"] == "static-private"
+
+
+@needs_cuda_build
+def test_gpu_kernels_registered_for_all_four_dtypes():
+    registered = kernels.get_registered_kernels_for_op("CausalMovingAvg")
+    gpu_types = {
+        k.constraint[0].allowed_values.list.type[0] for k in registered.kernel if k.device_type == "GPU"
+    }
+    assert gpu_types == {d.as_datatype_enum for d in (tf.float16, tf.bfloat16, tf.float32, tf.float64)}
+
+
+def cuobjdump():
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    import nvidia
+
+    for package in nvidia.__path__:
+        candidates = sorted(Path(package).glob("*/bin/cuobjdump"))
+        if candidates:
+            return str(candidates[0])
+    pytest.fail("cuobjdump not found: install nvidia-cuda-cuobjdump (requirements-dev.txt)")
+
+
+@needs_cuda_build
+def test_binary_holds_code_for_the_default_architectures():
+    """cuobjdump reads the fat binary itself: real code for sm_75..sm_90, PTX for compute_90."""
+    path = causal_moving_avg.library_path()
+    elf = subprocess.run([cuobjdump(), "--list-elf", path], capture_output=True, text=True, check=True)
+    ptx = subprocess.run([cuobjdump(), "--list-ptx", path], capture_output=True, text=True, check=True)
+    real = sorted({line.rsplit(".", 2)[-2] for line in elf.stdout.splitlines() if line.endswith(".cubin")})
+    virtual = sorted(
+        {
+            "compute_" + line.rsplit(".", 2)[-2][3:]
+            for line in ptx.stdout.splitlines()
+            if line.endswith(".ptx")
+        }
+    )
+    assert real + virtual == DEFAULT_ARCHITECTURES == causal_moving_avg.build_info()["cuda_architectures"]
+
+
+@needs_cuda_build
+def test_library_needs_no_cuda_runtime_library_to_load():
+    """The CUDA runtime is linked in privately: no libcudart in NEEDED, no cuda* symbol exported."""
+    path = causal_moving_avg.library_path()
+    needed = subprocess.run(["readelf", "-d", path], capture_output=True, text=True, check=True).stdout
+    assert "libcudart" not in needed and "libcuda.so" not in needed
+    exported = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True).stdout
+    assert not [s for s in exported.split() if s.startswith("cuda")]
+
+
+@needs_cuda_build
+def test_gpu_harness_runs_and_skips_cleanly_without_a_gpu():
+    harness = BUILD_DIR / "cma_gpu_harness"
+    assert harness.exists(), f"{harness} was not built"
+    result = subprocess.run([str(harness), "--quick"], capture_output=True, text=True, timeout=600)
+    if GPUS:
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert " 0 failed" in result.stdout
+    else:
+        assert result.returncode == 77 and "SKIP: no CUDA device" in result.stdout
+
+
+def test_core_cpp_tests_pass():
+    """The TF-free C++ test of the core (CPU plan, GPU plans and direct sums, run on the host)."""
+    binary = BUILD_DIR / "cma_core_test"
+    assert binary.exists(), f"{binary} was not built"
+    result = subprocess.run([str(binary)], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert result.stdout.strip().endswith(" 0 failed")
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [tf.float16, tf.bfloat16, tf.float32, tf.float64])
+def test_gpu_matches_reference(dtype):
+    rtol = {tf.float16: 2e-3, tf.bfloat16: 1.6e-2, tf.float32: 4e-7, tf.float64: 1e-13}[dtype]
+    layouts = [((1, 100_000), 1), ((4, 3000, 3), 1), ((2, 500, 64), 1), ((300, 2, 5), 0)]
+    for (shape, axis), window, edge in itertools.product(layouts, [1, 3, 32, 33, 1000], ["zeros", "partial"]):
+        x = np.random.randn(*shape) * 10
+        x.flat[::997] = np.inf
+        x.flat[5::1999] = np.nan
+        with tf.device("/GPU:0"):
+            y = causal_moving_avg.causal_moving_avg(
+                tf.constant(x, dtype), window=window, axis=axis, edge=edge
+            )
+        assert "GPU" in y.device
+        quantized = tf.cast(tf.constant(x, dtype), tf.float64).numpy()
+        expected = reference_moving_avg(quantized, window, axis, edge)
+        scale = reference_moving_avg(np.abs(quantized), window, axis, edge)
+        got = tf.cast(y, tf.float64).numpy()
+        finite = np.isfinite(expected)
+        np.testing.assert_array_equal(got[~finite], expected[~finite])  # NaN and Inf in place
+        assert np.all(np.abs(got[finite] - expected[finite]) <= rtol * scale[finite]), (shape, window, edge)
