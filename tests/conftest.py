@@ -20,6 +20,19 @@ def reference_moving_avg(x, window, axis, edge="zeros"):
     return np.moveaxis(y, -1, axis)
 
 
+def reference_by_prefix_sums(x, window, axis, edge="zeros"):
+    """The same definition for finite inputs via long-double prefix sums: O(T) for long windows.
+    Its rounding (about 1e-19 of the largest prefix) is far below float32's."""
+    x = np.moveaxis(np.asarray(x, dtype=np.longdouble), axis, -1)
+    prefix = np.concatenate([np.zeros(x.shape[:-1] + (1,), np.longdouble), np.cumsum(x, axis=-1)], axis=-1)
+    steps = x.shape[-1]
+    ends = np.arange(1, steps + 1)
+    starts = np.maximum(ends - window, 0)
+    divisor = np.full(steps, window) if edge == "zeros" else ends - starts
+    y = (prefix[..., ends] - prefix[..., starts]) / divisor
+    return np.moveaxis(y.astype(np.float64), -1, axis)
+
+
 def keras_conv1d_moving_avg(x, window):
     """What users do today: a frozen causal Conv1D with all weights 1/window, applied to each
     channel of a [batch, steps, channels] float32 array separately (depthwise)."""

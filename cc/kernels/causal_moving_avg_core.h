@@ -47,6 +47,8 @@ CMA_HOST_DEVICE inline bool IsFinite(Acc v) {
 template <typename Acc>
 struct PlainSum {
   using Value = Acc;
+  // Its additions may be regrouped (see RunningMeanFast): the rounding stays far below the input's.
+  static constexpr bool kRegroupable = true;
   Acc sum = Acc(0);
   CMA_HOST_DEVICE void Add(Acc v) { sum += v; }
   // Forms the difference first, so the loop-carried dependency is a single add.
@@ -58,6 +60,7 @@ struct PlainSum {
 // at a few ulps of the window's own magnitude, even after much larger values have passed through.
 struct CompensatedSum {
   using Value = double;
+  static constexpr bool kRegroupable = false;
   double sum = 0.0;
   double compensation = 0.0;
   CMA_HOST_DEVICE void Add(double v) {
@@ -141,44 +144,90 @@ inline Plan MakeCpuPlan(Geometry geometry, int64_t window, Edge edge) {
 }
 
 // The fast path: one running sum per lane over steps [t0, t1) of `lanes` contiguous lanes, with
-// consecutive steps `stride` elements apart. `acc` is scratch for `lanes` sums. Returns false when
-// a lane met a NaN/Inf (or overflowed its sum): its outputs are then wrong and the caller must
-// recompute that lane with RunningMeanCareful.
-template <typename T, typename Sum>
+// consecutive steps `stride` elements apart. `acc` receives the `lanes` final sums. Returns false
+// when a lane met a NaN/Inf (or overflowed its sum): its outputs are then wrong and the caller
+// must recompute that lane with RunningMeanCareful. kFixedLanes > 0 fixes the lane count at
+// compile time, so a single sequence keeps its sum in a register rather than in memory.
+template <typename T, typename Sum, int64_t kFixedLanes = 0>
 CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y, int64_t stride,
                                      int64_t lanes, int64_t t0, int64_t t1, int64_t window,
-                                     Edge edge, Sum* __restrict__ acc) {
+                                     Edge edge, Sum* __restrict__ acc_out) {
   using Acc = typename Sum::Value;
+  const int64_t n = kFixedLanes > 0 ? kFixedLanes : lanes;
+  Sum local[kFixedLanes > 0 ? kFixedLanes : 1];
+  Sum* __restrict__ acc = kFixedLanes > 0 ? local : acc_out;
   // Anchor: acc holds the window that ends just before t0.
-  for (int64_t l = 0; l < lanes; ++l) acc[l] = Sum();
+  for (int64_t l = 0; l < n; ++l) acc[l] = Sum();
   for (int64_t t = Max64(0, t0 - window); t < t0; ++t) {
     const T* xt = x + t * stride;
-    for (int64_t l = 0; l < lanes; ++l) acc[l].Add(static_cast<Acc>(xt[l]));
+    for (int64_t l = 0; l < n; ++l) acc[l].Add(static_cast<Acc>(xt[l]));
   }
   // Steps before the window is full: nothing leaves it yet.
+  const Acc inv_window = Acc(1) / static_cast<Acc>(window);
   const int64_t t_full = Min64(t1, Max64(t0, window));
   for (int64_t t = t0; t < t_full; ++t) {
-    const Acc inv = Acc(1) / static_cast<Acc>(edge == Edge::kPartial ? t + 1 : window);
+    const Acc inv = edge == Edge::kPartial ? Acc(1) / static_cast<Acc>(t + 1) : inv_window;
     const T* xt = x + t * stride;
     T* yt = y + t * stride;
-    for (int64_t l = 0; l < lanes; ++l) {
+    for (int64_t l = 0; l < n; ++l) {
       acc[l].Add(static_cast<Acc>(xt[l]));
       yt[l] = static_cast<T>(acc[l].Get() * inv);
     }
   }
   // Steady state: one element enters, one leaves.
-  const Acc inv = Acc(1) / static_cast<Acc>(window);
-  for (int64_t t = t_full; t < t1; ++t) {
+  int64_t t = t_full;
+  if constexpr (kFixedLanes == 1 && Sum::kRegroupable) {
+    // A single sequence is bound by its one loop-carried add. Chunks of steps are done in three
+    // passes over small buffers: differences (vectorised, converting whole registers), a prefix
+    // sum regrouped four steps at a time (one carried add per four steps), and the scaled output
+    // (vectorised). The regrouping changes only rounding far below the input type's.
+    constexpr int64_t kChunk = 256;
+    Acc sum = acc[0].Get();
+    Acc d[kChunk];
+    for (; t + kChunk <= t1; t += kChunk) {
+      const T* xt = x + t * stride;
+      const T* xo = x + (t - window) * stride;
+      if (stride == 1) {  // contiguous: lets the compiler convert and subtract whole registers
+        for (int64_t k = 0; k < kChunk; ++k) d[k] = static_cast<Acc>(xt[k]) - static_cast<Acc>(xo[k]);
+      } else {
+        for (int64_t k = 0; k < kChunk; ++k) {
+          d[k] = static_cast<Acc>(xt[k * stride]) - static_cast<Acc>(xo[k * stride]);
+        }
+      }
+      for (int64_t k = 0; k < kChunk; k += 4) {
+        const Acc d01 = d[k] + d[k + 1];
+        const Acc d012 = d01 + d[k + 2];
+        const Acc d0123 = d012 + d[k + 3];
+        d[k] += sum;
+        d[k + 1] = sum + d01;
+        d[k + 2] = sum + d012;
+        d[k + 3] = sum + d0123;
+        sum += d0123;
+      }
+      T* yt = y + t * stride;
+      if (stride == 1) {
+        for (int64_t k = 0; k < kChunk; ++k) yt[k] = static_cast<T>(d[k] * inv_window);
+      } else {
+        for (int64_t k = 0; k < kChunk; ++k) yt[k * stride] = static_cast<T>(d[k] * inv_window);
+      }
+    }
+    acc[0] = Sum();
+    acc[0].Add(sum);
+  }
+  for (; t < t1; ++t) {
     const T* xt = x + t * stride;
     const T* xo = x + (t - window) * stride;
     T* yt = y + t * stride;
-    for (int64_t l = 0; l < lanes; ++l) {
+    for (int64_t l = 0; l < n; ++l) {
       acc[l].Slide(static_cast<Acc>(xt[l]), static_cast<Acc>(xo[l]));
-      yt[l] = static_cast<T>(acc[l].Get() * inv);
+      yt[l] = static_cast<T>(acc[l].Get() * inv_window);
     }
   }
   bool finite = true;
-  for (int64_t l = 0; l < lanes; ++l) finite = finite && IsFinite(acc[l].Get());
+  for (int64_t l = 0; l < n; ++l) {
+    finite = finite && IsFinite(acc[l].Get());
+    if (kFixedLanes > 0) acc_out[l] = acc[l];
+  }
   return finite;
 }
 
@@ -267,10 +316,13 @@ CMA_HOST_DEVICE void ComputeUnit(const Plan& plan, const T* x, T* y, int64_t uni
   const UnitRange r = UnitAt(plan, unit);
   const int64_t stride = plan.geometry.inner;
   const int64_t offset = r.row * plan.geometry.steps * stride + r.lane0;
-  if (RunningMeanFast(x + offset, y + offset, stride, r.lanes, r.t0, r.t1, plan.window, plan.edge,
-                      acc)) {
-    return;
-  }
+  const bool finite =
+      r.lanes == 1
+          ? RunningMeanFast<T, Sum, 1>(x + offset, y + offset, stride, 1, r.t0, r.t1, plan.window,
+                                       plan.edge, acc)
+          : RunningMeanFast<T, Sum>(x + offset, y + offset, stride, r.lanes, r.t0, r.t1,
+                                    plan.window, plan.edge, acc);
+  if (finite) return;
   for (int64_t l = 0; l < r.lanes; ++l) {
     if (!IsFinite(acc[l].Get())) {
       RunningMeanCareful<T, Sum>(x + offset + l, y + offset + l, stride, r.t0, r.t1, plan.window,
