@@ -59,7 +59,10 @@ setup(
     install_requires=["tensorflow>=2.21,<2.22", "numpy"],
     package_dir={"": "python"},
     packages=["causal_moving_avg"],
-    ext_modules=[CMakeTarget("causal_moving_avg._causal_moving_avg_ops", "_causal_moving_avg_ops")],
+    ext_modules=[
+        CMakeTarget("causal_moving_avg._causal_moving_avg_ops", "_causal_moving_avg_ops"),
+        CMakeTarget("causal_moving_avg._numpy_core", "_numpy_core"),
+    ],
     cmdclass={"build_ext": CMakeBuild},
     zip_safe=False,
 )

@@ -4,6 +4,7 @@ import numbers
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.ops import control_flow_util
 
 from causal_moving_avg._loader import ops
 
@@ -79,4 +80,54 @@ def causal_moving_avg(x, window=3, axis=None, edge="zeros", name=None):
     edge = check_edge(edge)
     x = to_input_tensor(x)
     axis = resolve_axis(axis, x.shape.rank)
+    if in_xla_context():
+        with tf.name_scope(name or "CausalMovingAvgXla"):
+            return xla_composition(x, window, axis, edge)
     return ops.causal_moving_avg(x, window=window, axis=axis, edge=edge, name=name)
+
+
+def in_xla_context() -> bool:
+    """True while tracing for XLA (tf.function(jit_compile=True), Keras jit_compile=True), where
+    a custom kernel cannot run."""
+    return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
+
+
+def xla_composition(x, window, axis, edge):
+    """The op as XLA-compilable TensorFlow ops, for use inside XLA-compiled functions.
+
+    Same contract as the kernel: float64 prefix sums of the finite values (so 16- and 32-bit
+    inputs round once, as in the kernel), and window counts of NaN/+Inf/-Inf taken from integer
+    prefix sums, so a non-finite input reaches exactly the windows that hold it. A constant to
+    autodiff. float64 inputs lose the kernel's compensated sums: their error grows with length
+    as float64 prefix sums do.
+    """
+    if x.shape.rank is None:
+        raise ValueError("inside XLA, x needs a known rank")
+    rank = x.shape.rank
+    axis %= rank
+    perm = [d for d in range(rank) if d != axis] + [axis]  # the steps axis last
+    values = tf.transpose(tf.cast(tf.stop_gradient(x), tf.float64), perm)
+    steps = tf.shape(values)[-1]
+    shift = tf.minimum(tf.constant(window, tf.int64), tf.cast(steps, tf.int64))
+    shift = tf.cast(shift, tf.int32)
+
+    def window_sums(series):
+        prefix = tf.cumsum(series, axis=-1)
+        earlier = tf.concat([tf.zeros_like(prefix[..., :shift]), prefix[..., : steps - shift]], axis=-1)
+        return prefix - earlier
+
+    finite = tf.math.is_finite(values)
+    total = window_sums(tf.where(finite, values, tf.zeros_like(values)))
+    nans = window_sums(tf.cast(tf.math.is_nan(values), tf.float64))
+    pos_infs = window_sums(tf.cast(values == np.inf, tf.float64))
+    neg_infs = window_sums(tf.cast(values == -np.inf, tf.float64))
+    if edge == "partial":
+        divisor = tf.minimum(tf.range(1, steps + 1, dtype=tf.int64), window)
+    else:
+        divisor = tf.fill([steps], tf.constant(window, tf.int64))
+    mean = total / tf.cast(divisor, tf.float64)
+    mean = tf.where(neg_infs > 0, tf.constant(-np.inf, tf.float64), mean)
+    mean = tf.where(pos_infs > 0, tf.constant(np.inf, tf.float64), mean)
+    mean = tf.where((nans > 0) | ((pos_infs > 0) & (neg_infs > 0)), tf.constant(np.nan, tf.float64), mean)
+    inverse = [perm.index(d) for d in range(rank)]
+    return tf.cast(tf.transpose(mean, inverse), x.dtype)

@@ -1,0 +1,32 @@
+"""The NumPy entry point: the op's C++ core on NumPy arrays, no graph and no tensors."""
+
+import numpy as np
+
+from causal_moving_avg import _numpy_core
+from causal_moving_avg._api import EDGES, check_edge, check_window, resolve_axis
+
+NUMPY_DTYPES = (np.float16, np.float32, np.float64)
+
+
+def numpy_causal_moving_avg(a, window=3, axis=None, edge="zeros"):
+    """Causal moving average of a NumPy array, with the semantics of ``causal_moving_avg``.
+
+    Returns a new array of the input's dtype (float16, float32 or float64) and shape. Any strides
+    are accepted (a non-contiguous view is copied once). The GIL is released while it computes,
+    and the work is spread over the machine's cores with bitwise-identical results.
+    """
+    window = check_window(window)
+    edge = check_edge(edge)
+    a = np.asarray(a) if isinstance(a, np.ndarray) else np.asarray(a, dtype=_list_dtype(a))
+    if a.dtype not in NUMPY_DTYPES:
+        raise TypeError(f"a must have dtype float16, float32 or float64; got {a.dtype} (cast it first)")
+    if a.ndim == 0:
+        raise ValueError("a must have rank >= 1 (a sequence), got a scalar")
+    axis = resolve_axis(axis, a.ndim) % a.ndim
+    return _numpy_core.causal_moving_avg(a, window, axis, EDGES.index(edge))
+
+
+def _list_dtype(a):
+    """Python lists of numbers become float64, NumPy's default; anything else keeps its type."""
+    probe = np.asarray(a)
+    return np.float64 if probe.dtype.kind in "iub" else None

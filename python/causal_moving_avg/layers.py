@@ -1,0 +1,36 @@
+"""The Keras 3 layer: a drop-in replacement for the frozen causal Conv1D trick."""
+
+import keras
+
+from causal_moving_avg._api import causal_moving_avg, check_edge, check_window, resolve_axis
+
+
+@keras.saving.register_keras_serializable(package="causal_moving_avg")
+class CausalMovingAverage(keras.layers.Layer):
+    """Causal moving average along `axis` (default: the steps axis of [batch, steps, channels]).
+
+    Same as a frozen ``Conv1D(kernel_size=window, padding='causal', use_bias=False)`` with every
+    weight ``1/window`` applied to each channel, with no weights and no gradient (a constant to
+    autodiff). Computes in the layer's compute dtype, so mixed-precision policies apply. Works
+    inside XLA-compiled models (``jit_compile=True``) through an equivalent TF composition.
+    """
+
+    def __init__(self, window=3, axis=1, edge="zeros", **kwargs):
+        super().__init__(**kwargs)
+        self.window = check_window(window)
+        self.edge = check_edge(edge)
+        self.axis = resolve_axis(axis, None)
+
+    def build(self, input_shape):
+        resolve_axis(self.axis, len(input_shape))  # a clear error for an axis the input lacks
+        super().build(input_shape)
+
+    def call(self, inputs):
+        x = keras.ops.cast(inputs, self.compute_dtype)
+        return causal_moving_avg(x, window=self.window, axis=self.axis, edge=self.edge)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape)
+
+    def get_config(self):
+        return {**super().get_config(), "window": self.window, "axis": self.axis, "edge": self.edge}

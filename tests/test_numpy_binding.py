@@ -1,0 +1,99 @@
+"""numpy_causal_moving_avg: the same core on NumPy arrays, against the float64 reference."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from causal_moving_avg import causal_moving_avg, numpy_causal_moving_avg
+from conftest import reference_moving_avg
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float16, 1e-3), (np.float32, 2e-7), (np.float64, 1e-12)])
+@pytest.mark.parametrize("shape,axis", [((3000,), 0), ((4, 900, 3), 1), ((4, 900, 3), -1), ((700, 2, 2), 0)])
+@pytest.mark.parametrize("window", [1, 3, 64, 5000])
+@pytest.mark.parametrize("edge", ["zeros", "partial"])
+def test_matches_reference(dtype, rtol, shape, axis, window, edge):
+    a = (np.random.randn(*shape) * 10).astype(dtype)
+    y = numpy_causal_moving_avg(a, window=window, axis=axis, edge=edge)
+    assert isinstance(y, np.ndarray) and y.dtype == dtype and y.shape == a.shape
+    expected = reference_moving_avg(a, window, axis, edge)
+    scale = reference_moving_avg(np.abs(a.astype(np.float64)), window, axis, edge)
+    # Relative to the window's magnitude, plus half a step where the result is subnormal.
+    assert np.all(
+        np.abs(y.astype(np.float64) - expected) <= rtol * scale + np.finfo(dtype).smallest_subnormal
+    )
+
+
+def test_default_axis_is_conv1d_steps_axis_and_lists_work():
+    a = np.random.randn(2, 40, 3)
+    np.testing.assert_allclose(numpy_causal_moving_avg(a, 4), reference_moving_avg(a, 4, 1), rtol=1e-12)
+    np.testing.assert_allclose(numpy_causal_moving_avg([1, 2, 3, 4], 2), [0.5, 1.5, 2.5, 3.5])
+
+
+def test_non_contiguous_views_and_a_new_array():
+    base = np.random.randn(60, 80)
+    for view, axis in [(base[::2, 1::3], 0), (base.T, 0), (base[:, ::-1], 1)]:
+        y = numpy_causal_moving_avg(view, window=5, axis=axis)
+        np.testing.assert_allclose(y, reference_moving_avg(view, 5, axis), rtol=1e-12, atol=1e-12)
+        assert not np.shares_memory(y, base)
+
+
+def test_same_bits_as_the_tensorflow_op():
+    a = (np.random.randn(8, 5000, 3) * 100).astype(np.float32)
+    a[1, 77, 2] = np.nan
+    np.testing.assert_array_equal(numpy_causal_moving_avg(a, 33), causal_moving_avg(a, 33).numpy())
+
+
+def test_non_finite_stays_in_its_windows():
+    a = np.random.randn(2000)
+    a[[10, 500, 501]] = [np.inf, np.nan, -np.inf]
+    y = numpy_causal_moving_avg(a, window=7)
+    expected = reference_moving_avg(a, 7, 0)
+    finite = np.isfinite(expected)
+    np.testing.assert_array_equal(y[~finite], expected[~finite])
+    np.testing.assert_allclose(y[finite], expected[finite], rtol=1e-12)
+
+
+def test_releases_the_gil_while_computing():
+    """Another Python thread keeps running while a long call computes: the largest pause it sees
+    is far shorter than the call (holding the GIL would pause it for the whole call)."""
+    a = np.random.randn(1, 20_000_000, 1)
+    numpy_causal_moving_avg(a, 3)  # warm-up
+    start = time.perf_counter()
+    numpy_causal_moving_avg(a, 3)
+    call = time.perf_counter() - start
+    stamps = []
+    worker = threading.Thread(target=lambda: [numpy_causal_moving_avg(a, 3) for _ in range(3)])
+    worker.start()
+    while worker.is_alive():
+        stamps.append(time.perf_counter())
+    worker.join()
+    assert len(stamps) > 100
+    assert np.max(np.diff(stamps)) < 0.5 * call
+
+
+@pytest.mark.parametrize(
+    "kwargs,error,message",
+    [
+        ({"window": 0}, ValueError, "window must be an int >= 1"),
+        ({"window": 2.0}, TypeError, "window must be an int >= 1"),
+        ({"axis": 5}, ValueError, "axis 5 is out of range"),
+        ({"edge": "same"}, ValueError, "edge must be one of"),
+    ],
+)
+def test_bad_arguments(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        numpy_causal_moving_avg(np.zeros((2, 3)), **kwargs)
+
+
+@pytest.mark.parametrize("a", [np.zeros(3, np.int64), np.zeros(3, np.complex128), np.array(["a"])])
+def test_bad_dtypes(a):
+    with pytest.raises(TypeError, match="a must have dtype float16, float32 or float64"):
+        numpy_causal_moving_avg(a)
+
+
+def test_scalar():
+    with pytest.raises(ValueError, match="rank >= 1"):
+        numpy_causal_moving_avg(np.float64(1.0))
