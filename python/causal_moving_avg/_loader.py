@@ -61,9 +61,9 @@ def _causal_moving_avg_gradient(op, grad):  # noqa: ARG001 (TensorFlow's signatu
 def build_info() -> dict:
     """What the loaded library was built with.
 
-    Keys: ``cuda`` (GPU kernels compiled in), ``cuda_version``, ``cuda_architectures`` (list of
-    strings such as ``"sm_90"`` for real code and ``"compute_90"`` for PTX), ``cuda_runtime`` (how the CUDA runtime is linked) and
-    ``tensorflow_version`` (the TensorFlow the library was built against).
+    Keys: ``cuda`` (GPU kernels compiled in), ``cuda_version``, ``cuda_architectures`` (list such
+    as ``"sm_90"`` for real code and ``"compute_90"`` for PTX), ``cuda_runtime`` (how the CUDA
+    runtime is linked) and ``tensorflow_version`` (the TensorFlow the library was built against).
     """
     architectures = [a for a in _BUILD_INFO["cuda_architectures"].split(",") if a]
     return {
