@@ -168,19 +168,23 @@ def numpy_methods_for(host, window):
     return [(name, fn) for name, _, fn in methods]
 
 
-def time_call(fn, repeats, min_seconds):
-    """Median seconds of one call, after a warm-up (tracing, allocation)."""
+def time_call(fn, repeats, min_seconds, max_seconds=3.0):
+    """Median seconds of one call, after a warm-up (tracing, allocation). At least `repeats` calls
+    and `min_seconds`, except that slow methods stop after about `max_seconds` (5 calls minimum)."""
+    begin = time.perf_counter()
     result = fn()
     if hasattr(result, "numpy"):
         result.numpy()
+    first = time.perf_counter() - begin
+    repeats = max(min(repeats, 5), min(repeats, int(max_seconds / max(first, 1e-9))))
     samples = []
     start = time.perf_counter()
-    while len(samples) < repeats or time.perf_counter() - start < min_seconds:
+    while len(samples) < repeats or (
+        time.perf_counter() - start < min_seconds and len(samples) < 20 * repeats
+    ):
         begin = time.perf_counter()
         fn()
         samples.append(time.perf_counter() - begin)
-        if len(samples) >= 20 * repeats:
-            break
     return statistics.median(samples), len(samples)
 
 

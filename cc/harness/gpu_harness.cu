@@ -27,29 +27,55 @@ namespace cma = causal_moving_avg;
 
 namespace {
 
-#define CHECK_CUDA(call)                                                                   \
-  do {                                                                                     \
-    const cudaError_t status_ = (call);                                                    \
-    if (status_ != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                   \
-                   cudaGetErrorString(status_));                                           \
-      std::exit(1);                                                                        \
-    }                                                                                      \
+#define CHECK_CUDA(call)                                                 \
+  do {                                                                   \
+    const cudaError_t status_ = (call);                                  \
+    if (status_ != cudaSuccess) {                                        \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, \
+                   cudaGetErrorString(status_));                         \
+      std::exit(1);                                                      \
+    }                                                                    \
   } while (0)
 
-template <typename T> const char* TypeName();
-template <> const char* TypeName<__half>() { return "half"; }
-template <> const char* TypeName<__nv_bfloat16>() { return "bfloat16"; }
-template <> const char* TypeName<float>() { return "float"; }
-template <> const char* TypeName<double>() { return "double"; }
+template <typename T>
+const char* TypeName();
+template <>
+const char* TypeName<__half>() {
+  return "half";
+}
+template <>
+const char* TypeName<__nv_bfloat16>() {
+  return "bfloat16";
+}
+template <>
+const char* TypeName<float>() {
+  return "float";
+}
+template <>
+const char* TypeName<double>() {
+  return "double";
+}
 
 // Allowed error relative to the window's magnitude: one rounding of the output type plus the
 // accumulator's (the GPU may sum in another order than the CPU).
-template <typename T> double Tolerance();
-template <> double Tolerance<__half>() { return 2e-3; }
-template <> double Tolerance<__nv_bfloat16>() { return 1.6e-2; }
-template <> double Tolerance<float>() { return 4e-7; }
-template <> double Tolerance<double>() { return 1e-13; }
+template <typename T>
+double Tolerance();
+template <>
+double Tolerance<__half>() {
+  return 2e-3;
+}
+template <>
+double Tolerance<__nv_bfloat16>() {
+  return 1.6e-2;
+}
+template <>
+double Tolerance<float>() {
+  return 4e-7;
+}
+template <>
+double Tolerance<double>() {
+  return 1e-13;
+}
 
 template <typename T>
 double ToDouble(T v) {
@@ -135,12 +161,12 @@ template <typename T>
 void RunMatrix(bool quick, int sm_count, int* passed, int* failed) {
   const std::vector<cma::Geometry> shapes =
       quick ? std::vector<cma::Geometry>{{1, 100000, 1}, {3, 500, 40}, {2, 300, 3}}
-            : std::vector<cma::Geometry>{{1, 1 << 20, 1}, {4, 20000, 3},  {2, 3000, 32},
-                                         {3, 2000, 100},  {2, 64, 1024},  {5, 1, 7},
-                                         {1, 2, 1},       {2, 0, 4},      {1, 70000, 2}};
-  const std::vector<int64_t> windows = quick ? std::vector<int64_t>{1, 3, 1000}
-                                             : std::vector<int64_t>{1, 2, 3, 7, 32, 33, 1000, 5000,
-                                                                    int64_t{1} << 40};
+            : std::vector<cma::Geometry>{{1, 1 << 20, 1}, {4, 20000, 3}, {2, 3000, 32},
+                                         {3, 2000, 100},  {2, 64, 1024}, {5, 1, 7},
+                                         {1, 2, 1},       {2, 0, 4},     {1, 70000, 2}};
+  const std::vector<int64_t> windows =
+      quick ? std::vector<int64_t>{1, 3, 1000}
+            : std::vector<int64_t>{1, 2, 3, 7, 32, 33, 1000, 5000, int64_t{1} << 40};
   std::mt19937_64 rng(42);
   for (const auto& shape : shapes) {
     for (int64_t window : windows) {
@@ -197,7 +223,8 @@ void Benchmark(cma::Geometry g, int64_t window, int sm_count, int repeats) {
   CHECK_CUDA(cudaMalloc(&dx, bytes));
   CHECK_CUDA(cudaMalloc(&dy, bytes));
   CHECK_CUDA(cudaMemset(dx, 0, bytes));
-  const float copy_ms = TimeMs([&] { CHECK_CUDA(cudaMemcpyAsync(dy, dx, bytes, cudaMemcpyDeviceToDevice)); }, repeats);
+  const float copy_ms = TimeMs(
+      [&] { CHECK_CUDA(cudaMemcpyAsync(dy, dx, bytes, cudaMemcpyDeviceToDevice)); }, repeats);
   const float op_ms = TimeMs(
       [&] {
         CHECK_CUDA(cma::LaunchCausalMovingAvgOnGpu<T>(nullptr, sm_count, g, window,
@@ -205,10 +232,11 @@ void Benchmark(cma::Geometry g, int64_t window, int sm_count, int repeats) {
       },
       repeats);
   const double traffic = 2.0 * bytes;
-  std::printf("| %-8s | [%lld, %lld, %lld] | %6lld | %-7s | %8.3f | %7.0f | %8.3f | %7.0f | %5.2f |\n",
-              TypeName<T>(), (long long)g.outer, (long long)g.steps, (long long)g.inner,
-              (long long)window, cma::GpuUsesDirectSum(g, window) ? "direct" : "running", op_ms,
-              traffic / op_ms / 1e6, copy_ms, traffic / copy_ms / 1e6, op_ms / copy_ms);
+  std::printf(
+      "| %-8s | [%lld, %lld, %lld] | %6lld | %-7s | %8.3f | %7.0f | %8.3f | %7.0f | %5.2f |\n",
+      TypeName<T>(), (long long)g.outer, (long long)g.steps, (long long)g.inner, (long long)window,
+      cma::GpuUsesDirectSum(g, window) ? "direct" : "running", op_ms, traffic / op_ms / 1e6,
+      copy_ms, traffic / copy_ms / 1e6, op_ms / copy_ms);
   CHECK_CUDA(cudaFree(dx));
   CHECK_CUDA(cudaFree(dy));
 }
@@ -238,7 +266,8 @@ int main(int argc, char** argv) {
   RunMatrix<__nv_bfloat16>(quick, sm, &passed, &failed);
   std::printf("correctness: %d passed, %d failed\n", passed, failed);
 
-  std::printf("\n| dtype | shape | W | kernel | op ms | op GB/s | copy ms | copy GB/s | op/copy |\n");
+  std::printf(
+      "\n| dtype | shape | W | kernel | op ms | op GB/s | copy ms | copy GB/s | op/copy |\n");
   std::printf("|---|---|---:|---|---:|---:|---:|---:|---:|\n");
   const int repeats = quick ? 5 : 20;
   const int64_t big = quick ? (int64_t{1} << 24) : (int64_t{1} << 28);

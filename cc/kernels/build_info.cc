@@ -16,6 +16,6 @@
 extern "C" __attribute__((visibility("default"))) const char* CausalMovingAvgBuildInfo() {
   // Flat JSON; the Python side parses it and turns the architecture list into a list.
   return "{\"tensorflow_version\": \"" CMA_TF_VERSION "\", \"cuda_version\": \"" CMA_CUDA_VERSION
-         "\", \"cuda_architectures\": \"" CMA_CUDA_ARCHITECTURES "\", \"cuda_runtime\": \""
-         CMA_CUDA_RUNTIME "\"}";
+         "\", \"cuda_architectures\": \"" CMA_CUDA_ARCHITECTURES
+         "\", \"cuda_runtime\": \"" CMA_CUDA_RUNTIME "\"}";
 }

@@ -10,10 +10,10 @@
 // the shape and the window, never on the number of threads, and every unit restarts its sum from
 // the input ("re-anchors"), so results are bitwise identical however units are spread over threads,
 // and rounding cannot drift past one block. Inside a block a running sum in a wide accumulator
-// (float for 16-bit inputs, double for 32-bit ones, compensated double for 64-bit ones) costs O(1) per output whatever W is. A
-// NaN/Inf poisons a running sum for good, so a block that meets one is recomputed by a path that
-// counts non-finite values instead of adding them: they then reach exactly the W outputs whose
-// window holds them, as with direct summation (and Keras Conv1D).
+// (double for 16- and 32-bit inputs, compensated double for 64-bit ones) costs O(1) per output
+// whatever W is. A NaN/Inf poisons a running sum for good, so a block that meets one is
+// recomputed by a path that counts non-finite values instead of adding them: they then reach
+// exactly the W outputs whose window holds them, as with direct summation (and Keras Conv1D).
 #ifndef CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_CORE_H_
 #define CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_CORE_H_
 
@@ -77,11 +77,11 @@ struct CompensatedSum {
   CMA_HOST_DEVICE double Get() const { return IsFinite(sum) ? sum + compensation : sum; }
 };
 
-// 16-bit inputs accumulate in float, 32-bit inputs in double, 64-bit inputs compensated.
+// 16- and 32-bit inputs accumulate in double: a running sum's error, relative to the largest
+// value in its block, then stays 29+ bits below one rounding of the output. 64-bit inputs
+// accumulate in compensated double.
 template <typename T>
-using SumOf = std::conditional_t<
-    (sizeof(T) < 4), PlainSum<float>,
-    std::conditional_t<(sizeof(T) < 8), PlainSum<double>, CompensatedSum>>;
+using SumOf = std::conditional_t<(sizeof(T) < 8), PlainSum<double>, CompensatedSum>;
 
 // How the work is cut into independent units; see MakePlan.
 struct Plan {
@@ -188,7 +188,8 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
       const T* xt = x + t * stride;
       const T* xo = x + (t - window) * stride;
       if (stride == 1) {  // contiguous: lets the compiler convert and subtract whole registers
-        for (int64_t k = 0; k < kChunk; ++k) d[k] = static_cast<Acc>(xt[k]) - static_cast<Acc>(xo[k]);
+        for (int64_t k = 0; k < kChunk; ++k)
+          d[k] = static_cast<Acc>(xt[k]) - static_cast<Acc>(xo[k]);
       } else {
         for (int64_t k = 0; k < kChunk; ++k) {
           d[k] = static_cast<Acc>(xt[k * stride]) - static_cast<Acc>(xo[k * stride]);
@@ -316,12 +317,11 @@ CMA_HOST_DEVICE void ComputeUnit(const Plan& plan, const T* x, T* y, int64_t uni
   const UnitRange r = UnitAt(plan, unit);
   const int64_t stride = plan.geometry.inner;
   const int64_t offset = r.row * plan.geometry.steps * stride + r.lane0;
-  const bool finite =
-      r.lanes == 1
-          ? RunningMeanFast<T, Sum, 1>(x + offset, y + offset, stride, 1, r.t0, r.t1, plan.window,
-                                       plan.edge, acc)
-          : RunningMeanFast<T, Sum>(x + offset, y + offset, stride, r.lanes, r.t0, r.t1,
-                                    plan.window, plan.edge, acc);
+  const bool finite = r.lanes == 1
+                          ? RunningMeanFast<T, Sum, 1>(x + offset, y + offset, stride, 1, r.t0,
+                                                       r.t1, plan.window, plan.edge, acc)
+                          : RunningMeanFast<T, Sum>(x + offset, y + offset, stride, r.lanes, r.t0,
+                                                    r.t1, plan.window, plan.edge, acc);
   if (finite) return;
   for (int64_t l = 0; l < r.lanes; ++l) {
     if (!IsFinite(acc[l].Get())) {

@@ -55,8 +55,8 @@ cudaError_t LaunchCausalMovingAvgOnGpu(cudaStream_t stream, int sm_count, Geomet
         geometry, window, edge, x, y);
   } else {
     const Plan plan = MakeGpuPlan(geometry, window, edge);
-    RunningMeanUnitsKernel<T><<<GridSize(plan.num_units, sm_count), kGpuThreadsPerBlock, 0,
-                                stream>>>(plan, x, y);
+    RunningMeanUnitsKernel<T>
+        <<<GridSize(plan.num_units, sm_count), kGpuThreadsPerBlock, 0, stream>>>(plan, x, y);
   }
   return cudaGetLastError();
 }

@@ -31,8 +31,8 @@ inline absl::Status CheckRankAndAxis(int64_t rank, int64_t axis) {
 // Computes the op for a non-empty input on one device; defined per device.
 template <typename Device, typename T>
 struct LaunchCausalMovingAvg {
-  absl::Status operator()(::tensorflow::OpKernelContext* ctx, Geometry geometry,
-                                  int64_t window, Edge edge, const T* x, T* y);
+  absl::Status operator()(::tensorflow::OpKernelContext* ctx, Geometry geometry, int64_t window,
+                          Edge edge, const T* x, T* y);
 };
 
 template <typename Device, typename T>
@@ -58,8 +58,9 @@ class CausalMovingAvgOp : public ::tensorflow::OpKernel {
     ::tensorflow::Tensor* y = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &y));
     if (x.NumElements() == 0) return;
-    OP_REQUIRES_OK(ctx, LaunchCausalMovingAvg<Device, T>()(ctx, geometry, window_, edge_,
-                                                          x.flat<T>().data(), y->flat<T>().data()));
+    OP_REQUIRES_OK(
+        ctx, LaunchCausalMovingAvg<Device, T>()(ctx, geometry, window_, edge_, x.flat<T>().data(),
+                                                y->flat<T>().data()));
   }
 
  private:
@@ -70,9 +71,8 @@ class CausalMovingAvgOp : public ::tensorflow::OpKernel {
 
 }  // namespace causal_moving_avg
 
-#define CMA_REGISTER_KERNEL(DEVICE_NAME, DEVICE_TYPE, T)                                    \
-  REGISTER_KERNEL_BUILDER(                                                                  \
-      Name("CausalMovingAvg").Device(DEVICE_NAME).TypeConstraint<T>("T"),                   \
-      ::causal_moving_avg::CausalMovingAvgOp<DEVICE_TYPE, T>)
+#define CMA_REGISTER_KERNEL(DEVICE_NAME, DEVICE_TYPE, T)                                      \
+  REGISTER_KERNEL_BUILDER(Name("CausalMovingAvg").Device(DEVICE_NAME).TypeConstraint<T>("T"), \
+                          ::causal_moving_avg::CausalMovingAvgOp<DEVICE_TYPE, T>)
 
 #endif  // CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_OP_H_

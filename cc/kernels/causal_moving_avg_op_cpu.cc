@@ -12,17 +12,17 @@ using CPUDevice = Eigen::ThreadPoolDevice;
 
 template <typename T>
 struct LaunchCausalMovingAvg<CPUDevice, T> {
-  absl::Status operator()(::tensorflow::OpKernelContext* ctx, Geometry geometry,
-                                  int64_t window, Edge edge, const T* x, T* y) {
+  absl::Status operator()(::tensorflow::OpKernelContext* ctx, Geometry geometry, int64_t window,
+                          Edge edge, const T* x, T* y) {
     const Plan plan = MakeCpuPlan(geometry, window, edge);
     // Per unit: each input read about twice (entering and leaving the window), each output
     // written once, a few flops per element; Eigen turns this into a shard size.
     const double elements = static_cast<double>(plan.block_steps * plan.lane_tile);
     const Eigen::TensorOpCost cost(2 * elements * sizeof(T), elements * sizeof(T), 4 * elements);
-    ctx->eigen_device<CPUDevice>().parallelFor(
-        plan.num_units, cost, [&plan, x, y](Eigen::Index begin, Eigen::Index end) {
-          ComputeUnits<T>(plan, x, y, begin, end);
-        });
+    ctx->eigen_device<CPUDevice>().parallelFor(plan.num_units, cost,
+                                               [&plan, x, y](Eigen::Index begin, Eigen::Index end) {
+                                                 ComputeUnits<T>(plan, x, y, begin, end);
+                                               });
     return absl::OkStatus();
   }
 };

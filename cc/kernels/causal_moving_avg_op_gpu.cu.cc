@@ -19,8 +19,8 @@ struct LaunchCausalMovingAvg<GPUDevice, T> {
     const cudaError_t status = LaunchCausalMovingAvgOnGpu<T>(
         device.stream(), device.getNumGpuMultiProcessors(), geometry, window, edge, x, y);
     if (status != cudaSuccess) {
-      return absl::InternalError(absl::StrCat("CausalMovingAvg: CUDA kernel launch failed: ",
-                                              cudaGetErrorString(status)));
+      return absl::InternalError(
+          absl::StrCat("CausalMovingAvg: CUDA kernel launch failed: ", cudaGetErrorString(status)));
     }
     return absl::OkStatus();
   }

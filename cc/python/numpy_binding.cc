@@ -29,7 +29,8 @@ void ComputeParallel(const cma::Plan& plan, const T* x, T* y) {
   std::vector<std::thread> workers;
   for (int64_t k = 0; k < threads; ++k) {
     const int64_t begin = plan.num_units * k / threads, end = plan.num_units * (k + 1) / threads;
-    workers.emplace_back([&plan, x, y, begin, end] { cma::ComputeUnits<T>(plan, x, y, begin, end); });
+    workers.emplace_back(
+        [&plan, x, y, begin, end] { cma::ComputeUnits<T>(plan, x, y, begin, end); });
   }
   for (auto& worker : workers) worker.join();
 }
@@ -39,7 +40,8 @@ template <typename T>
 py::array Run(const py::array& input, int64_t window, int64_t axis, int edge) {
   // A C-contiguous view of the same dtype, copied only when the input has other strides.
   const py::array x = py::array::ensure(input, py::array::c_style);
-  if (!x) throw py::type_error("causal_moving_avg: could not view the input as a C-contiguous array");
+  if (!x)
+    throw py::type_error("causal_moving_avg: could not view the input as a C-contiguous array");
   py::array y(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
   cma::Geometry geometry{1, x.shape(axis), 1};
   for (int64_t d = 0; d < axis; ++d) geometry.outer *= x.shape(d);
@@ -58,7 +60,8 @@ py::array Run(const py::array& input, int64_t window, int64_t axis, int edge) {
 }  // namespace
 
 PYBIND11_MODULE(_numpy_core, m) {
-  m.doc() = "CausalMovingAvg's C++ core for NumPy arrays (use causal_moving_avg.numpy_causal_moving_avg)";
+  m.doc() =
+      "CausalMovingAvg's C++ core for NumPy arrays (use causal_moving_avg.numpy_causal_moving_avg)";
   m.def(
       "causal_moving_avg",
       [](const py::array& x, int64_t window, int64_t axis, int edge) -> py::array {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -39,8 +40,9 @@ std::vector<long double> Reference(const std::vector<double>& x, cma::Geometry g
 }
 
 template <typename T>
-void Expect(const std::string& name, const std::vector<T>& got, const std::vector<long double>& want,
-            const std::vector<long double>& magnitude, double tolerance) {
+void Expect(const std::string& name, const std::vector<T>& got,
+            const std::vector<long double>& want, const std::vector<long double>& magnitude,
+            double tolerance) {
   for (size_t i = 0; i < got.size(); ++i) {
     const long double g = got[i], w = want[i];
     const bool same_special = (std::isnan(w) && std::isnan(g)) || (std::isinf(w) && g == w);
@@ -56,7 +58,8 @@ void Expect(const std::string& name, const std::vector<T>& got, const std::vecto
 }
 
 template <typename T>
-void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, bool specials, std::mt19937_64& rng) {
+void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, bool specials,
+               std::mt19937_64& rng) {
   const int64_t n = g.outer * g.steps * g.inner;
   std::normal_distribution<double> normal(100.0, 10.0);
   std::vector<double> x64(n);
@@ -72,8 +75,9 @@ void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, bool specials, s
   const auto magnitude = Reference(abs_x, g, window, edge);
   const double tolerance = sizeof(T) == 8 ? 1e-14 : 1.2e-7;
   char label[160];
-  std::snprintf(label, sizeof(label), "%s [%lld,%lld,%lld] W=%lld %s%s", sizeof(T) == 8 ? "f64" : "f32",
-                (long long)g.outer, (long long)g.steps, (long long)g.inner, (long long)window,
+  std::snprintf(label, sizeof(label), "%s [%lld,%lld,%lld] W=%lld %s%s",
+                sizeof(T) == 8 ? "f64" : "f32", (long long)g.outer, (long long)g.steps,
+                (long long)g.inner, (long long)window,
                 edge == cma::Edge::kZeros ? "zeros" : "partial", specials ? " specials" : "");
   if (n == 0) return;
 
@@ -109,9 +113,12 @@ void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, bool specials, s
 
 int main() {
   std::mt19937_64 rng(7);
-  const cma::Geometry shapes[] = {{1, 5000, 1}, {3, 700, 5},  {2, 300, 40}, {1, 1, 1},
-                                  {2, 2, 3},    {1, 40000, 1}, {1, 3, 300}, {4, 130, 2}};
-  const int64_t windows[] = {1, 2, 3, 7, 33, 64, 1000, int64_t{1} << 40};
+  // Single and many rows, narrow and wide lanes (several 256-lane tiles), sequences crossing
+  // block boundaries (32768 steps), and windows from 1 to the int64 limit.
+  const cma::Geometry shapes[] = {{1, 5000, 1}, {3, 700, 5},   {2, 300, 40}, {1, 1, 1},
+                                  {2, 2, 3},    {1, 70000, 1}, {1, 3, 5000}, {4, 130, 2}};
+  const int64_t windows[] = {
+      1, 2, 3, 7, 33, 64, 1000, int64_t{1} << 40, std::numeric_limits<int64_t>::max()};
   for (const auto& g : shapes) {
     for (int64_t w : windows) {
       if (w > 64 && g.steps * g.inner > 20000) continue;  // the O(T*W) reference stays fast

@@ -1,0 +1,217 @@
+"""Hardening: sanitizers, property tests, hostile arguments, concurrency, leaks, huge tensors."""
+
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+import tensorflow as tf
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import causal_moving_avg as cma
+from conftest import reference_moving_avg
+
+ROOT = Path(__file__).resolve().parents[1]
+SANITIZE_BUILD = ROOT / "build-sanitize"
+SANITIZER_REPORT = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer")
+
+
+def test_core_and_numpy_binding_are_clean_under_asan_and_ubsan():
+    """TF-free build of the C++ core test and the NumPy binding with -fsanitize=address,undefined
+    (no recovery: any report aborts), driven over T=0/1, W=1, W>T, W up to the int64 limit, one
+    and many lanes, block boundaries, NaN/Inf and non-contiguous views."""
+    configure = [
+        "cmake",
+        "-S",
+        str(ROOT),
+        "-B",
+        str(SANITIZE_BUILD),
+        "-DCMA_SANITIZE=ON",
+        "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
+        f"-DPython3_EXECUTABLE={sys.executable}",
+    ]
+    if shutil.which("ccache"):
+        configure.append("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache")
+    subprocess.run(configure, check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", str(SANITIZE_BUILD), "--parallel"], check=True, capture_output=True)
+
+    env = dict(os.environ, ASAN_OPTIONS="abort_on_error=1:detect_leaks=1", UBSAN_OPTIONS="print_stacktrace=1")
+    core = subprocess.run([str(SANITIZE_BUILD / "cma_core_test")], capture_output=True, text=True, env=env)
+    assert core.returncode == 0 and core.stdout.strip().endswith(" 0 failed"), (
+        core.stdout[-2000:] + core.stderr
+    )
+    assert not any(report in core.stderr for report in SANITIZER_REPORT), core.stderr[-3000:]
+
+    compiler = subprocess.run(
+        ["c++", "-print-file-name=libasan.so"], capture_output=True, text=True, check=True
+    )
+    # The ASan runtime must come first in a Python process; Python's own allocations at exit are
+    # not ours, so leak detection stays off there.
+    env.update(LD_PRELOAD=compiler.stdout.strip(), ASAN_OPTIONS="abort_on_error=1:detect_leaks=0")
+    driver = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "sanitizer_driver.py"), str(SANITIZE_BUILD)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert driver.returncode == 0 and "calls clean" in driver.stdout, (
+        driver.stdout[-2000:] + driver.stderr[-3000:]
+    )
+    assert not any(report in driver.stderr for report in SANITIZER_REPORT), driver.stderr[-3000:]
+
+
+DTYPES = {
+    "float16": (np.float16, 1e-3),
+    "bfloat16": (ml_dtypes.bfloat16, 8e-3),
+    "float32": (np.float32, 2e-7),
+    "float64": (np.float64, 1e-12),
+}
+
+
+@st.composite
+def cases(draw):
+    shape = draw(hnp.array_shapes(min_dims=1, max_dims=4, min_side=0, max_side=9))
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    window = draw(st.one_of(st.integers(1, 12), st.sampled_from([2**31, 2**40, 2**63 - 1])))
+    edge = draw(st.sampled_from(["zeros", "partial"]))
+    dtype = draw(st.sampled_from(sorted(DTYPES)))
+    values = st.one_of(st.floats(-1e3, 1e3), st.sampled_from([np.inf, -np.inf, np.nan, 0.0, -0.0]))
+    x = draw(hnp.arrays(np.float64, shape, elements=values))
+    return x, axis, window, edge, dtype
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_property_matches_float64_reference(case):
+    x, axis, window, edge, dtype = case
+    np_dtype, rtol = DTYPES[dtype]
+    typed = tf.constant(x.astype(np_dtype)) if dtype != "bfloat16" else tf.cast(tf.constant(x), tf.bfloat16)
+    y = tf.cast(cma.causal_moving_avg(typed, window=window, axis=axis, edge=edge), tf.float64).numpy()
+    quantized = tf.cast(typed, tf.float64).numpy()
+    expected = reference_moving_avg(quantized, window, axis, edge)
+    scale = reference_moving_avg(np.abs(quantized), window, axis, edge)
+    finite = np.isfinite(expected)
+    # One rounding of the output relative to the window's magnitude, plus the running sum's error
+    # relative to the largest value that passed through its block (the documented contract), plus
+    # the smallest normal number for 32/64-bit types: TensorFlow's CPU kernels flush denormals.
+    finite_x = np.where(np.isfinite(quantized), np.abs(quantized), 0.0)
+    passed_through = np.max(finite_x, axis=axis, keepdims=True) if x.size else 0.0
+    finfo = ml_dtypes.finfo(np_dtype)
+    floor = float(finfo.smallest_subnormal if finfo.bits == 16 else finfo.tiny)
+    results = {"op": y}
+    if dtype != "bfloat16":
+        results["numpy"] = cma.numpy_causal_moving_avg(x.astype(np_dtype), window, axis, edge).astype(
+            np.float64
+        )
+    for name, result in results.items():
+        np.testing.assert_array_equal(result[~finite], expected[~finite], err_msg=name)
+        error = np.abs(result[finite] - expected[finite])
+        bound = np.broadcast_to(rtol * scale + floor + 2.0**-50 * passed_through, x.shape)[finite]
+        assert np.all(error <= bound), name
+
+
+@pytest.mark.parametrize(
+    "kwargs,error",
+    [
+        ({"window": tf.constant(3)}, TypeError),
+        ({"window": np.array([3])}, TypeError),
+        ({"window": -(2**70)}, ValueError),
+        ({"window": 2**63}, ValueError),
+        ({"axis": np.float64(1.0)}, TypeError),
+        ({"axis": tf.constant(1)}, TypeError),
+        ({"edge": b"zeros"}, ValueError),
+        ({"edge": ["zeros"]}, ValueError),
+    ],
+)
+def test_hostile_arguments_raise_clear_errors(kwargs, error):
+    with pytest.raises(error):
+        cma.causal_moving_avg(np.zeros((2, 5, 3), np.float32), **kwargs)
+    with pytest.raises(error):
+        cma.numpy_causal_moving_avg(np.zeros((2, 5, 3), np.float32), **kwargs)
+
+
+@pytest.mark.parametrize(
+    "x", [tf.constant([1, 2], tf.int32), tf.constant([1 + 2j]), tf.constant(["a"]), tf.constant([True])]
+)
+def test_hostile_inputs_raise_type_errors(x):
+    with pytest.raises(TypeError, match="x must have dtype"):
+        cma.causal_moving_avg(x)
+
+
+def test_huge_window_on_a_short_sequence_allocates_nothing_extra():
+    x = np.random.randn(3, 7, 2).astype(np.float32)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    y = cma.causal_moving_avg(x, window=2**40).numpy()
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50_000  # KiB
+    np.testing.assert_allclose(y, np.cumsum(x.astype(np.float64), axis=1) / 2**40, rtol=1e-6)
+
+
+def test_shape_mismatch_under_an_input_signature():
+    f = tf.function(
+        lambda t: cma.causal_moving_avg(t, 3), input_signature=[tf.TensorSpec([None, 4], tf.float32)]
+    )
+    with pytest.raises((TypeError, ValueError)):
+        f(tf.zeros((2, 5)))
+    with pytest.raises((TypeError, ValueError)):
+        f(tf.zeros((2, 4), tf.float64))
+
+
+def test_eight_threads_at_once_give_correct_results():
+    x = np.random.randn(4, 3000, 5).astype(np.float32)
+    expected = reference_moving_avg(x, 9, 1)
+    graph = tf.function(lambda t: cma.causal_moving_avg(t, 9))
+    calls = [
+        lambda: cma.causal_moving_avg(x, 9).numpy(),
+        lambda: graph(x).numpy(),
+        lambda: cma.numpy_causal_moving_avg(x, 9),
+    ]
+    errors = []
+
+    def work(index):
+        try:
+            for _ in range(20):
+                np.testing.assert_allclose(calls[index % 3](), expected, rtol=1e-6, atol=1e-6)
+        except Exception as error:  # noqa: BLE001 (reported below, with the thread's index)
+            errors.append((index, error))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def resident_kib():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+
+def test_resident_memory_stays_flat_over_10000_eager_calls():
+    x = tf.constant(np.random.randn(4, 256, 3).astype(np.float32))
+    for _ in range(1000):  # warm-up: caches, allocator pools
+        cma.causal_moving_avg(x, 5)
+    before = resident_kib()
+    for _ in range(10_000):
+        cma.causal_moving_avg(x, 5)
+    growth = resident_kib() - before
+    assert growth < 8 * 1024, f"resident memory grew by {growth} KiB"  # a leak of 12 KiB/call would be 120 MB
+
+
+@pytest.mark.slow
+def test_more_than_2_pow_31_steps():
+    """Run with `pytest -m slow` (needs about 9 GB of memory): 64-bit indexing along the steps axis."""
+    steps = 2**31 + 1000
+    x = np.ones(steps, np.float16)
+    x[-3] = 4.0
+    y = cma.causal_moving_avg(x, window=4).numpy()
+    assert y[0] == np.float16(0.25) and y[2**31 + 100] == 1.0
+    np.testing.assert_array_equal(y[-4:], np.array([1, 1.75, 1.75, 1.75], np.float16))
