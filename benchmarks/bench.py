@@ -32,11 +32,11 @@ RESULTS = Path(__file__).resolve().parent / "results"
 MAX_DIRECT_WINDOW = 64
 
 
-def keras_conv1d(channels, window):
-    """The user's frozen Keras Conv1D (depthwise through groups) inside tf.function."""
+def frozen_conv1d(channels, window):
+    """The user's frozen causal Conv1D (depthwise through groups), unbuilt; see with_mean_weights."""
     import keras
 
-    layer = keras.layers.Conv1D(
+    return keras.layers.Conv1D(
         filters=channels,
         kernel_size=window,
         padding="causal",
@@ -44,8 +44,18 @@ def keras_conv1d(channels, window):
         use_bias=False,
         trainable=False,
     )
+
+
+def with_mean_weights(layer_or_model, channels, window):
+    layer_or_model.set_weights([np.full((window, 1, channels), 1.0 / window, np.float32)])
+    return layer_or_model
+
+
+def keras_conv1d(channels, window):
+    """The frozen Conv1D layer inside tf.function."""
+    layer = frozen_conv1d(channels, window)
     layer.build((None, None, channels))
-    layer.set_weights([np.full((window, 1, channels), 1.0 / window, np.float32)])
+    with_mean_weights(layer, channels, window)
     return tf.function(lambda x: layer(x))
 
 
@@ -55,17 +65,8 @@ def seed_keras_predict(x, window):
 
     steps, channels = x.shape[1], x.shape[2]
     inputs = keras.Input(shape=(steps, channels))
-    outputs = keras.layers.Conv1D(
-        filters=channels,
-        kernel_size=window,
-        padding="causal",
-        groups=channels,
-        use_bias=False,
-        trainable=False,
-    )(inputs)
-    model = keras.Model(inputs, outputs)
-    model.set_weights([np.full((window, 1, channels), 1.0 / window, np.float32)])
-    return model.predict(x, verbose=0)
+    model = keras.Model(inputs, frozen_conv1d(channels, window)(inputs))
+    return with_mean_weights(model, channels, window).predict(x, verbose=0)
 
 
 def causal_pad(x, window):

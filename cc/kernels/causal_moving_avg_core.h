@@ -176,11 +176,13 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
   }
   // Steady state: one element enters, one leaves.
   int64_t t = t_full;
+#if !defined(__CUDA_ARCH__)
   if constexpr (kFixedLanes == 1 && Sum::kRegroupable) {
     // A single sequence is bound by its one loop-carried add. Chunks of steps are done in three
     // passes over small buffers: differences (vectorised, converting whole registers), a prefix
     // sum regrouped four steps at a time (one carried add per four steps), and the scaled output
-    // (vectorised). The regrouping changes only rounding far below the input type's.
+    // (vectorised). The regrouping changes only rounding far below the input type's. Host only: a
+    // GPU thread would keep the buffer in slow local memory.
     constexpr int64_t kChunk = 256;
     Acc sum = acc[0].Get();
     Acc d[kChunk];
@@ -215,6 +217,7 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
     acc[0] = Sum();
     acc[0].Add(sum);
   }
+#endif
   for (; t < t1; ++t) {
     const T* xt = x + t * stride;
     const T* xo = x + (t - window) * stride;
