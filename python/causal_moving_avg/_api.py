@@ -10,6 +10,7 @@ from causal_moving_avg._loader import ops
 
 EDGES = ("zeros", "partial")
 DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
+_DTYPE_SET = frozenset(DTYPES)  # a set: membership is a hash, not four DType comparisons
 _MAX_WINDOW = 2**63 - 1  # the op's window attribute is an int64
 
 
@@ -44,11 +45,13 @@ def resolve_axis(axis, rank) -> int:
 
 def to_input_tensor(x) -> tf.Tensor:
     """Converts x (tensor, array, list) and checks its dtype and rank."""
-    if tf.is_tensor(x) or isinstance(x, (np.ndarray, np.generic)):
-        x = tf.convert_to_tensor(x)  # keeps the array's dtype: no silent cast
-    else:
-        x = tf.convert_to_tensor(x, dtype_hint=tf.float32)  # Python numbers, as TF's default
-    if x.dtype not in DTYPES:
+    # A tf.Tensor is used as is: converting it again costs more than the op on small inputs.
+    if not isinstance(x, tf.Tensor):
+        if tf.is_tensor(x) or isinstance(x, (np.ndarray, np.generic)):
+            x = tf.convert_to_tensor(x)  # keeps the array's dtype: no silent cast
+        else:
+            x = tf.convert_to_tensor(x, dtype_hint=tf.float32)  # Python numbers, as TF's default
+    if x.dtype not in _DTYPE_SET:
         names = ", ".join(d.name for d in DTYPES)
         raise TypeError(f"x must have dtype {names}; got {x.dtype.name} (cast it first)")
     if x.shape.rank == 0:
@@ -80,7 +83,7 @@ def causal_moving_avg(x, window=3, axis=None, edge="zeros", name=None):
     edge = check_edge(edge)
     x = to_input_tensor(x)
     axis = resolve_axis(axis, x.shape.rank)
-    if in_xla_context():
+    if not tf.executing_eagerly() and in_xla_context():
         with tf.name_scope(name or "CausalMovingAvgXla"):
             return xla_composition(x, window, axis, edge)
     return ops.causal_moving_avg(x, window=window, axis=axis, edge=edge, name=name)
