@@ -17,7 +17,10 @@ def numpy_causal_moving_avg(a, window=3, axis=None, edge="zeros"):
     """
     window = check_window(window)
     edge = check_edge(edge)
-    a = np.asarray(a) if isinstance(a, np.ndarray) else np.asarray(a, dtype=_list_dtype(a))
+    if not isinstance(a, np.ndarray):
+        a = np.asarray(a)
+        if a.dtype.kind in "iub":  # a list of Python numbers: NumPy's default float
+            a = a.astype(np.float64)
     if a.dtype not in NUMPY_DTYPES:
         raise TypeError(f"a must have dtype float16, float32 or float64; got {a.dtype} (cast it first)")
     if a.ndim == 0:
@@ -25,8 +28,3 @@ def numpy_causal_moving_avg(a, window=3, axis=None, edge="zeros"):
     axis = resolve_axis(axis, a.ndim) % a.ndim
     return _numpy_core.causal_moving_avg(a, window, axis, EDGES.index(edge))
 
-
-def _list_dtype(a):
-    """Python lists of numbers become float64, NumPy's default; anything else keeps its type."""
-    probe = np.asarray(a)
-    return np.float64 if probe.dtype.kind in "iub" else None
