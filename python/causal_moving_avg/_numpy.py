@@ -27,4 +27,3 @@ def numpy_causal_moving_avg(a, window=3, axis=None, edge="zeros"):
         raise ValueError("a must have rank >= 1 (a sequence), got a scalar")
     axis = resolve_axis(axis, a.ndim) % a.ndim
     return _numpy_core.causal_moving_avg(a, window, axis, EDGES.index(edge))
-
