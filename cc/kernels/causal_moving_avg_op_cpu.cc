@@ -20,7 +20,7 @@ using CPUDevice = Eigen::ThreadPoolDevice;
 // whole 2 MiB pages inside our output. Only a hint: without THP it does nothing.
 void HintHugePages(void* data, int64_t bytes) {
   constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
-  if (bytes < static_cast<int64_t>(4 * kHugePage)) return;
+  if (bytes < static_cast<int64_t>(kHugePage)) return;
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHugePage - 1) & ~(kHugePage - 1);
   const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHugePage - 1);
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
