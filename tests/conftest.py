@@ -6,6 +6,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+# CI replays the same examples every run (a red CI must be reproducible); elsewhere each run
+# explores new ones.
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 def reference_moving_avg(x, window, axis, edge="zeros"):

@@ -101,11 +101,12 @@ def test_property_matches_float64_reference(case):
     finite = np.isfinite(expected)
     # One rounding of the output relative to the window's magnitude, plus the running sum's error
     # relative to the largest value that passed through its block (the documented contract), plus
-    # the smallest normal number for 32/64-bit types: TensorFlow's CPU kernels flush denormals.
+    # the smallest normal number where TensorFlow's CPU kernels flush denormals: float32, float64
+    # and bfloat16 (whose subnormals are float32's, reached through float).
     finite_x = np.where(np.isfinite(quantized), np.abs(quantized), 0.0)
     passed_through = np.max(finite_x, axis=axis, keepdims=True) if x.size else 0.0
     finfo = ml_dtypes.finfo(np_dtype)
-    floor = float(finfo.smallest_subnormal if finfo.bits == 16 else finfo.tiny)
+    floor = float(finfo.smallest_subnormal if dtype == "float16" else finfo.tiny)
     results = {"op": y}
     if dtype != "bfloat16":
         results["numpy"] = cma.numpy_causal_moving_avg(x.astype(np_dtype), window, axis, edge).astype(
