@@ -143,6 +143,35 @@ inline Plan MakeCpuPlan(Geometry geometry, int64_t window, Edge edge) {
   return MakePlan(geometry, window, edge, kMaxLaneTile, Max64(1, kCpuBlockElements / lane_tile));
 }
 
+// Up to this window, a contiguous single sequence on the CPU sums each window directly.
+constexpr int64_t kDirectMaxWindow = 4;
+
+template <int64_t kWindow, typename T, typename Acc>
+inline void DirectMeansFixed(const T* __restrict__ x, T* __restrict__ y, int64_t t0, int64_t t1,
+                             Acc inv_window) {
+  for (int64_t t = t0; t < t1; ++t) {
+    Acc sum = static_cast<Acc>(x[t]);
+    for (int64_t j = 1; j < kWindow; ++j) sum += static_cast<Acc>(x[t - j]);
+    y[t] = static_cast<T>(sum * inv_window);
+  }
+}
+
+// Direct means of a contiguous sequence over steps [t0, t1), all with a full window (t0 >= W).
+template <typename T, typename Acc>
+inline void DirectMeans(const T* __restrict__ x, T* __restrict__ y, int64_t t0, int64_t t1,
+                        int64_t window, Acc inv_window) {
+  switch (window) {
+    case 1:
+      return DirectMeansFixed<1>(x, y, t0, t1, inv_window);
+    case 2:
+      return DirectMeansFixed<2>(x, y, t0, t1, inv_window);
+    case 3:
+      return DirectMeansFixed<3>(x, y, t0, t1, inv_window);
+    default:
+      return DirectMeansFixed<4>(x, y, t0, t1, inv_window);
+  }
+}
+
 // The fast path: one running sum per lane over steps [t0, t1) of `lanes` contiguous lanes, with
 // consecutive steps `stride` elements apart. `acc` receives the `lanes` final sums. Returns false
 // when a lane met a NaN/Inf (or overflowed its sum): its outputs are then wrong and the caller
@@ -185,6 +214,15 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
     // GPU thread would keep the buffer in slow local memory.
     constexpr int64_t kChunk = 256;
     Acc sum = acc[0].Get();
+    if (stride == 1 && window <= kDirectMaxWindow && t < t1) {
+      // Short windows need no running sum: each output sums its W inputs directly, a loop the
+      // compiler vectorises whole. The final window's sum is re-formed for the finite check
+      // (t1 > t >= W here, so that window lies inside the sequence).
+      DirectMeans(x, y, t, t1, window, inv_window);
+      t = t1;
+      sum = Acc(0);
+      for (int64_t j = t - window; j < t; ++j) sum += static_cast<Acc>(x[j]);
+    }
     Acc d[kChunk];
     for (; t + kChunk <= t1; t += kChunk) {
       const T* xt = x + t * stride;
