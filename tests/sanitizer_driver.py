@@ -11,15 +11,7 @@ import numpy as np
 sys.path.insert(0, sys.argv[1])
 import _numpy_core  # noqa: E402  (the sanitized binding, not the installed one)
 
-
-def reference(a, window, axis, edge):
-    a = np.moveaxis(a.astype(np.float64), axis, -1)
-    prefix = np.concatenate([np.zeros(a.shape[:-1] + (1,)), np.cumsum(a, axis=-1)], axis=-1)
-    ends = np.arange(1, a.shape[-1] + 1)
-    starts = np.maximum(ends - min(window, a.shape[-1] + 1), 0)
-    divisor = np.full(a.shape[-1], float(window)) if edge == 0 else (ends - starts).astype(np.float64)
-    return np.moveaxis((prefix[..., ends] - prefix[..., starts]) / divisor, -1, axis)
-
+from conftest import reference_by_prefix_sums  # noqa: E402  (tests/ is this script's folder)
 
 rng = np.random.default_rng(0)
 calls = 0
@@ -34,7 +26,8 @@ for shape in shapes:
                 y = _numpy_core.causal_moving_avg(a, window, axis, edge)
                 assert y.shape == a.shape and y.dtype == a.dtype
                 if dtype == np.float64 and a.size:
-                    np.testing.assert_allclose(y, reference(a, window, axis, edge), rtol=1e-9, atol=1e-12)
+                    expected = reference_by_prefix_sums(a, window, axis, ("zeros", "partial")[edge])
+                    np.testing.assert_allclose(y, expected, rtol=1e-9, atol=1e-12)
                 calls += 1
 special = rng.standard_normal((3, 50_000, 2))
 special[0, 100, 0], special[1, 32_767, 1], special[2, 32_768, 0] = np.inf, np.nan, -np.inf
