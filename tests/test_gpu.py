@@ -98,7 +98,8 @@ def test_gpu_harness_runs_and_skips_cleanly_without_a_gpu():
 
 
 def test_core_cpp_tests_pass():
-    """The TF-free C++ test of the core (CPU plan, GPU plans and direct sums, run on the host)."""
+    """The TF-free C++ test of the core (CPU plan, GPU plans, direct sums and the GPU's tile scans
+    through their host emulation, run on the host)."""
     binary = BUILD_DIR / "cma_core_test"
     assert binary.exists(), f"{binary} was not built"
     result = subprocess.run([str(binary)], capture_output=True, text=True, timeout=600)
@@ -111,7 +112,9 @@ def test_core_cpp_tests_pass():
 def test_gpu_matches_reference(dtype):
     rtol = {tf.float16: 2e-3, tf.bfloat16: 1.6e-2, tf.float32: 4e-7, tf.float64: 1e-13}[dtype]
     layouts = [((1, 100_000), 1), ((4, 3000, 3), 1), ((2, 500, 64), 1), ((300, 2, 5), 0)]
-    for (shape, axis), window, edge in itertools.product(layouts, [1, 3, 32, 33, 1000], ["zeros", "partial"]):
+    for (shape, axis), window, edge in itertools.product(
+        layouts, [1, 3, 32, 33, 1000, 5000], ["zeros", "partial"]
+    ):
         x = np.random.randn(*shape) * 10
         x.flat[::997] = np.inf
         x.flat[5::1999] = np.nan

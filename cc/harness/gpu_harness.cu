@@ -110,19 +110,25 @@ template <typename T>
 std::vector<T> RunGpu(const Case& c, const std::vector<T>& x, unsigned char poison, int sm_count) {
   const size_t bytes = x.size() * sizeof(T);
   T *dx = nullptr, *dy = nullptr;
+  void* scratch = nullptr;
   CHECK_CUDA(cudaMalloc(&dx, bytes + 1));
   CHECK_CUDA(cudaMalloc(&dy, bytes + 1));
   CHECK_CUDA(cudaMemcpy(dx, x.data(), bytes, cudaMemcpyHostToDevice));
   CHECK_CUDA(cudaMemset(dy, poison, bytes));
   if (!x.empty()) {
+    // The scratch is poisoned too: the kernels must write what they read there.
+    const int64_t scratch_bytes = cma::GpuScratchBytes<T>(c.geometry, c.window);
+    CHECK_CUDA(cudaMalloc(&scratch, scratch_bytes + 1));
+    CHECK_CUDA(cudaMemset(scratch, poison, scratch_bytes + 1));
     CHECK_CUDA(cma::LaunchCausalMovingAvgOnGpu<T>(nullptr, sm_count, c.geometry, c.window, c.edge,
-                                                  dx, dy));
+                                                  dx, dy, scratch));
   }
   CHECK_CUDA(cudaDeviceSynchronize());
   std::vector<T> y(x.size());
   CHECK_CUDA(cudaMemcpy(y.data(), dy, bytes, cudaMemcpyDeviceToHost));
   CHECK_CUDA(cudaFree(dx));
   CHECK_CUDA(cudaFree(dy));
+  CHECK_CUDA(cudaFree(scratch));
   return y;
 }
 
@@ -220,25 +226,28 @@ void Benchmark(cma::Geometry g, int64_t window, int sm_count, int repeats) {
   const int64_t n = g.outer * g.steps * g.inner;
   const size_t bytes = n * sizeof(T);
   T *dx = nullptr, *dy = nullptr;
+  void* scratch = nullptr;
   CHECK_CUDA(cudaMalloc(&dx, bytes));
   CHECK_CUDA(cudaMalloc(&dy, bytes));
+  CHECK_CUDA(cudaMalloc(&scratch, cma::GpuScratchBytes<T>(g, window) + 1));
   CHECK_CUDA(cudaMemset(dx, 0, bytes));
   const float copy_ms = TimeMs(
       [&] { CHECK_CUDA(cudaMemcpyAsync(dy, dx, bytes, cudaMemcpyDeviceToDevice)); }, repeats);
   const float op_ms = TimeMs(
       [&] {
         CHECK_CUDA(cma::LaunchCausalMovingAvgOnGpu<T>(nullptr, sm_count, g, window,
-                                                      cma::Edge::kZeros, dx, dy));
+                                                      cma::Edge::kZeros, dx, dy, scratch));
       },
       repeats);
   const double traffic = 2.0 * bytes;
   std::printf(
       "| %-8s | [%lld, %lld, %lld] | %6lld | %-7s | %8.3f | %7.0f | %8.3f | %7.0f | %5.2f |\n",
       TypeName<T>(), (long long)g.outer, (long long)g.steps, (long long)g.inner, (long long)window,
-      cma::GpuUsesDirectSum(g, window) ? "direct" : "running", op_ms, traffic / op_ms / 1e6,
-      copy_ms, traffic / copy_ms / 1e6, op_ms / copy_ms);
+      cma::GpuKernelName(cma::ChooseGpuKernel(g, window)), op_ms, traffic / op_ms / 1e6, copy_ms,
+      traffic / copy_ms / 1e6, op_ms / copy_ms);
   CHECK_CUDA(cudaFree(dx));
   CHECK_CUDA(cudaFree(dy));
+  CHECK_CUDA(cudaFree(scratch));
 }
 
 }  // namespace
@@ -271,7 +280,7 @@ int main(int argc, char** argv) {
   std::printf("|---|---|---:|---|---:|---:|---:|---:|---:|\n");
   const int repeats = quick ? 5 : 20;
   const int64_t big = quick ? (int64_t{1} << 24) : (int64_t{1} << 28);
-  for (int64_t window : {int64_t{3}, int64_t{32}, int64_t{1024}, int64_t{4096}}) {
+  for (int64_t window : {int64_t{3}, int64_t{32}, int64_t{1024}, int64_t{4096}, int64_t{100000}}) {
     Benchmark<float>({1, big, 1}, window, sm, repeats);
     Benchmark<float>({big / (16384 * 8), 16384, 8}, window, sm, repeats);
     Benchmark<float>({big / (4096 * 256), 4096, 256}, window, sm, repeats);

@@ -53,6 +53,8 @@ struct PlainSum {
   CMA_HOST_DEVICE void Add(Acc v) { sum += v; }
   // Forms the difference first, so the loop-carried dependency is a single add.
   CMA_HOST_DEVICE void Slide(Acc entering, Acc leaving) { sum += entering - leaving; }
+  // Adds another partial sum (the GPU's block scans combine partial sums of consecutive steps).
+  CMA_HOST_DEVICE void Merge(const PlainSum& other) { sum += other.sum; }
   CMA_HOST_DEVICE Acc Get() const { return sum; }
 };
 
@@ -72,6 +74,10 @@ struct CompensatedSum {
   CMA_HOST_DEVICE void Slide(double entering, double leaving) {
     Add(entering);
     Add(-leaving);
+  }
+  CMA_HOST_DEVICE void Merge(const CompensatedSum& other) {
+    Add(other.sum);
+    compensation += other.compensation;
   }
   // Once an Inf/NaN is in the sum the compensation is NaN; the sum alone is then the answer.
   CMA_HOST_DEVICE double Get() const { return IsFinite(sum) ? sum + compensation : sum; }
@@ -103,6 +109,12 @@ constexpr int64_t kCpuBlockElements = 1 << 15;
 CMA_HOST_DEVICE inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 CMA_HOST_DEVICE inline int64_t Min64(int64_t a, int64_t b) { return a < b ? a : b; }
 CMA_HOST_DEVICE inline int64_t Max64(int64_t a, int64_t b) { return a > b ? a : b; }
+template <typename V>
+CMA_HOST_DEVICE inline void Swap(V* a, V* b) {
+  const V t = *a;
+  *a = *b;
+  *b = t;
+}
 
 // `max_lane_tile` is how many lanes one unit advances together: up to kMaxLaneTile on the CPU
 // (SIMD over contiguous channels), 1 on the GPU (one thread per lane). A block spans at least
@@ -124,13 +136,6 @@ inline Plan MakePlan(Geometry geometry, int64_t window, Edge edge, int64_t max_l
   return plan;
 }
 
-// Up to this window, the GPU sums each window directly on narrow layouts (inner < a warp): every
-// output reads its W inputs, coalesced across the warp, the overlap served from L1/L2.
-constexpr int64_t kGpuDirectMaxWindow = 32;
-CMA_HOST_DEVICE inline bool GpuUsesDirectSum(Geometry geometry, int64_t window) {
-  return geometry.inner < 32 && window <= kGpuDirectMaxWindow;
-}
-
 // The GPU's plan for its running-sum kernel: one lane per thread, short blocks for many threads.
 constexpr int64_t kGpuMinBlockSteps = 64;
 inline Plan MakeGpuPlan(Geometry geometry, int64_t window, Edge edge) {
@@ -149,10 +154,19 @@ constexpr int64_t kDirectMaxWindow = 4;
 template <int64_t kWindow, typename T, typename Acc>
 inline void DirectMeansFixed(const T* __restrict__ x, T* __restrict__ y, int64_t t0, int64_t t1,
                              Acc inv_window) {
-  for (int64_t t = t0; t < t1; ++t) {
-    Acc sum = static_cast<Acc>(x[t]);
-    for (int64_t j = 1; j < kWindow; ++j) sum += static_cast<Acc>(x[t - j]);
-    y[t] = static_cast<T>(sum * inv_window);
+  // Converts each input once into a small buffer (not W times), then sums shifted loads of it:
+  // both loops vectorise whole.
+  constexpr int64_t kChunk = 256;
+  Acc converted[kChunk + kWindow - 1];
+  for (int64_t t = t0; t < t1; t += kChunk) {
+    const int64_t n = Min64(kChunk, t1 - t);
+    const T* first = x + t - (kWindow - 1);
+    for (int64_t k = 0; k < n + kWindow - 1; ++k) converted[k] = static_cast<Acc>(first[k]);
+    for (int64_t k = 0; k < n; ++k) {
+      Acc sum = converted[k + kWindow - 1];
+      for (int64_t j = 1; j < kWindow; ++j) sum += converted[k + kWindow - 1 - j];
+      y[t + k] = static_cast<T>(sum * inv_window);
+    }
   }
 }
 
@@ -171,6 +185,72 @@ inline void DirectMeans(const T* __restrict__ x, T* __restrict__ y, int64_t t0, 
       return DirectMeansFixed<4>(x, y, t0, t1, inv_window);
   }
 }
+
+#if !defined(__CUDA_ARCH__)
+// Host only (a GPU thread would keep the buffers in slow local memory): a single sequence from
+// step t (whose window sum so far, S(t - 1), is *sum) to as close to t1 as whole chunks go; returns
+// where it stopped and leaves S of the step before in *sum. A running sum is bound by its one
+// loop-carried add, so chunks of steps are done in three vectorised passes over small buffers: the
+// differences d(s) = x[s] - x[s - W] (x is 0 before the start), the window sums
+// S(s) = S(s - 4) + d(s - 3) + d(s - 2) + d(s - 1) + d(s) (four interleaved running sums: the
+// recurrence's distance, 4, spans a whole vector), and the scaled outputs. The regrouping changes
+// only rounding far below the input type's (Sum::kRegroupable).
+template <typename T, typename Acc>
+int64_t SingleLaneChunks(const T* __restrict__ x, T* __restrict__ y, int64_t stride, int64_t t,
+                         int64_t t1, int64_t window, Edge edge, Acc* sum) {
+  constexpr int64_t kChunk = 256;
+  if (t + kChunk > t1) return t;
+  const Acc inv_window = Acc(1) / static_cast<Acc>(window);
+  // Inputs leave the window `reach` steps after entering; a window longer than the sequence
+  // never drops any (and must not overflow the index arithmetic).
+  const int64_t reach = Min64(window, t1);
+  const auto input = [&](int64_t s) { return s < 0 ? Acc(0) : static_cast<Acc>(x[s * stride]); };
+  Acc d[kChunk + 3];     // d[k + 3] = d(t + k)
+  Acc sums[kChunk + 4];  // sums[k + 4] = S(t + k)
+  // The three differences and four sums before t, backed out from S(t - 1).
+  sums[3] = *sum;
+  for (int64_t k = 1; k <= 3; ++k) {
+    d[3 - k] = input(t - k) - input(t - k - reach);
+    sums[3 - k] = sums[4 - k] - d[3 - k];
+  }
+  for (; t + kChunk <= t1; t += kChunk) {
+    // Steps [t, t + filling) are before the window is full: nothing leaves it yet.
+    const int64_t filling = Min64(kChunk, Max64(0, reach - t));
+    const T* xt = x + t * stride;
+    // The inputs leaving at steps t + filling onwards (formed only when there are any).
+    const T* xo = filling < kChunk ? x + (t + filling - reach) * stride : x;
+    if (stride == 1) {  // contiguous: lets the compiler convert and subtract whole registers
+      for (int64_t k = 0; k < filling; ++k) d[k + 3] = static_cast<Acc>(xt[k]);
+      for (int64_t k = filling; k < kChunk; ++k)
+        d[k + 3] = static_cast<Acc>(xt[k]) - static_cast<Acc>(xo[k - filling]);
+    } else {
+      for (int64_t k = 0; k < filling; ++k) d[k + 3] = static_cast<Acc>(xt[k * stride]);
+      for (int64_t k = filling; k < kChunk; ++k) {
+        d[k + 3] = static_cast<Acc>(xt[k * stride]) - static_cast<Acc>(xo[(k - filling) * stride]);
+      }
+    }
+    for (int64_t k = 0; k < kChunk; ++k) {
+      sums[k + 4] = sums[k] + ((d[k] + d[k + 1]) + (d[k + 2] + d[k + 3]));
+    }
+    T* yt = y + t * stride;
+    const int64_t partial = edge == Edge::kPartial ? filling : 0;  // divisor t + 1 there
+    for (int64_t k = 0; k < partial; ++k) {
+      yt[k * stride] = static_cast<T>(sums[k + 4] * (Acc(1) / static_cast<Acc>(t + k + 1)));
+    }
+    if (stride == 1) {
+      for (int64_t k = partial; k < kChunk; ++k) yt[k] = static_cast<T>(sums[k + 4] * inv_window);
+    } else {
+      for (int64_t k = partial; k < kChunk; ++k) {
+        yt[k * stride] = static_cast<T>(sums[k + 4] * inv_window);
+      }
+    }
+    for (int64_t j = 0; j < 4; ++j) sums[j] = sums[kChunk + j];
+    for (int64_t j = 0; j < 3; ++j) d[j] = d[kChunk + j];
+  }
+  *sum = sums[3];
+  return t;
+}
+#endif
 
 // The fast path: one running sum per lane over steps [t0, t1) of `lanes` contiguous lanes, with
 // consecutive steps `stride` elements apart. `acc` receives the `lanes` final sums. Returns false
@@ -191,71 +271,44 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
     const T* xt = x + t * stride;
     for (int64_t l = 0; l < n; ++l) acc[l].Add(static_cast<Acc>(xt[l]));
   }
-  // Steps before the window is full: nothing leaves it yet.
   const Acc inv_window = Acc(1) / static_cast<Acc>(window);
-  const int64_t t_full = Min64(t1, Max64(t0, window));
-  for (int64_t t = t0; t < t_full; ++t) {
-    const Acc inv = edge == Edge::kPartial ? Acc(1) / static_cast<Acc>(t + 1) : inv_window;
-    const T* xt = x + t * stride;
-    T* yt = y + t * stride;
-    for (int64_t l = 0; l < n; ++l) {
-      acc[l].Add(static_cast<Acc>(xt[l]));
-      yt[l] = static_cast<T>(acc[l].Get() * inv);
+  int64_t t = t0;
+  // Steps before the window is full, up to `end`: nothing leaves the window yet.
+  const auto fill = [&](int64_t end) {
+    for (; t < end; ++t) {
+      const Acc inv = edge == Edge::kPartial ? Acc(1) / static_cast<Acc>(t + 1) : inv_window;
+      const T* xt = x + t * stride;
+      T* yt = y + t * stride;
+      for (int64_t l = 0; l < n; ++l) {
+        acc[l].Add(static_cast<Acc>(xt[l]));
+        yt[l] = static_cast<T>(acc[l].Get() * inv);
+      }
     }
-  }
-  // Steady state: one element enters, one leaves.
-  int64_t t = t_full;
+  };
 #if !defined(__CUDA_ARCH__)
   if constexpr (kFixedLanes == 1 && Sum::kRegroupable) {
-    // A single sequence is bound by its one loop-carried add. Chunks of steps are done in three
-    // passes over small buffers: differences (vectorised, converting whole registers), a prefix
-    // sum regrouped four steps at a time (one carried add per four steps), and the scaled output
-    // (vectorised). The regrouping changes only rounding far below the input type's. Host only: a
-    // GPU thread would keep the buffer in slow local memory.
-    constexpr int64_t kChunk = 256;
     Acc sum = acc[0].Get();
-    if (stride == 1 && window <= kDirectMaxWindow && t < t1) {
+    if (stride == 1 && window <= kDirectMaxWindow) {
       // Short windows need no running sum: each output sums its W inputs directly, a loop the
       // compiler vectorises whole. The final window's sum is re-formed for the finite check
       // (t1 > t >= W here, so that window lies inside the sequence).
-      DirectMeans(x, y, t, t1, window, inv_window);
-      t = t1;
-      sum = Acc(0);
-      for (int64_t j = t - window; j < t; ++j) sum += static_cast<Acc>(x[j]);
-    }
-    Acc d[kChunk];
-    for (; t + kChunk <= t1; t += kChunk) {
-      const T* xt = x + t * stride;
-      const T* xo = x + (t - window) * stride;
-      if (stride == 1) {  // contiguous: lets the compiler convert and subtract whole registers
-        for (int64_t k = 0; k < kChunk; ++k)
-          d[k] = static_cast<Acc>(xt[k]) - static_cast<Acc>(xo[k]);
+      fill(Min64(t1, window));
+      if (t < t1) {
+        DirectMeans(x, y, t, t1, window, inv_window);
+        t = t1;
+        sum = Acc(0);
+        for (int64_t j = t - window; j < t; ++j) sum += static_cast<Acc>(x[j]);
       } else {
-        for (int64_t k = 0; k < kChunk; ++k) {
-          d[k] = static_cast<Acc>(xt[k * stride]) - static_cast<Acc>(xo[k * stride]);
-        }
-      }
-      for (int64_t k = 0; k < kChunk; k += 4) {
-        const Acc d01 = d[k] + d[k + 1];
-        const Acc d012 = d01 + d[k + 2];
-        const Acc d0123 = d012 + d[k + 3];
-        d[k] += sum;
-        d[k + 1] = sum + d01;
-        d[k + 2] = sum + d012;
-        d[k + 3] = sum + d0123;
-        sum += d0123;
-      }
-      T* yt = y + t * stride;
-      if (stride == 1) {
-        for (int64_t k = 0; k < kChunk; ++k) yt[k] = static_cast<T>(d[k] * inv_window);
-      } else {
-        for (int64_t k = 0; k < kChunk; ++k) yt[k * stride] = static_cast<T>(d[k] * inv_window);
+        sum = acc[0].Get();
       }
     }
+    t = SingleLaneChunks(x, y, stride, t, t1, window, edge, &sum);
     acc[0] = Sum();
     acc[0].Add(sum);
   }
 #endif
+  fill(Min64(t1, window));
+  // Steady state: one element enters, one leaves.
   for (; t < t1; ++t) {
     const T* xt = x + t * stride;
     const T* xo = x + (t - window) * stride;
@@ -372,9 +425,20 @@ CMA_HOST_DEVICE void ComputeUnit(const Plan& plan, const T* x, T* y, int64_t uni
   }
 }
 
+// Host code is compiled twice, for AVX2 and for the baseline, and the loader picks one per CPU:
+// AVX2 doubles the width of the float64 arithmetic. Without FMA (not part of the "avx2" target)
+// both versions round every operation identically, so results do not depend on the CPU.
+// `flatten` inlines the whole unit into each version.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define CMA_CPU_VERSIONS __attribute__((target_clones("avx2", "default"), flatten))
+#else
+#define CMA_CPU_VERSIONS
+#endif
+
 // Computes units [begin, end) on the calling thread (the CPU entry point; callers shard units).
 template <typename T>
-void ComputeUnits(const Plan& plan, const T* x, T* y, int64_t begin, int64_t end) {
+CMA_CPU_VERSIONS void ComputeUnits(const Plan& plan, const T* x, T* y, int64_t begin, int64_t end) {
   SumOf<T> acc[kMaxLaneTile];
   for (int64_t unit = begin; unit < end; ++unit) ComputeUnit<T>(plan, x, y, unit, acc);
 }

@@ -8,10 +8,41 @@
 #include <cstdint>
 
 #include "cc/kernels/causal_moving_avg_core.h"
+#include "cc/kernels/causal_moving_avg_tile_scan.h"
 
 namespace causal_moving_avg {
 
 constexpr int kGpuThreadsPerBlock = 256;
+
+// Which kernel a shape runs. One thread per lane coalesces only when a warp's lanes are
+// contiguous (inner >= 32): such wide layouts run the core's blocked running sums. Narrow ones sum
+// short windows directly (each output reads its W inputs, coalesced across the warp, the overlap
+// served from L1/L2) and longer ones by tile scans (causal_moving_avg_tile_scan.h).
+enum class GpuKernel { kDirect, kTileScan, kRunning };
+constexpr int64_t kGpuDirectMaxWindow = 32;
+inline GpuKernel ChooseGpuKernel(Geometry geometry, int64_t window) {
+  if (geometry.inner >= kTileMaxInner) return GpuKernel::kRunning;
+  return window <= kGpuDirectMaxWindow ? GpuKernel::kDirect : GpuKernel::kTileScan;
+}
+
+inline const char* GpuKernelName(GpuKernel kernel) {
+  switch (kernel) {
+    case GpuKernel::kDirect:
+      return "direct";
+    case GpuKernel::kTileScan:
+      return "tile-scan";
+    default:
+      return "running";
+  }
+}
+
+// Device memory the launch needs besides x and y (the tile sums of long windows), in bytes.
+template <typename T>
+int64_t GpuScratchBytes(Geometry geometry, int64_t window) {
+  if (ChooseGpuKernel(geometry, window) != GpuKernel::kTileScan) return 0;
+  using Sum = SumOf<T>;
+  return TileSumsBytes<Sum>(MakeTileScanPlan<Sum>(geometry, window, Edge::kZeros));
+}
 
 // Direct summation, one thread per output (grid-stride); see DirectMeanAt.
 template <typename T>
@@ -37,6 +68,40 @@ __global__ void RunningMeanUnitsKernel(Plan plan, const T* __restrict__ x, T* __
   }
 }
 
+// The device executor of the tile scan's phases: every thread runs the phase, then a barrier.
+struct DeviceBlock {
+  template <typename Body>
+  __device__ void Phase(Body&& body) const {
+    body(static_cast<int>(threadIdx.x));
+    __syncthreads();
+  }
+};
+
+// One thread block per tile (grid-stride over tiles; the loop bound is uniform across the block,
+// so every thread reaches every barrier).
+template <typename T>
+__global__ void __launch_bounds__(kTileThreads)
+    TileSumsKernel(TileScanPlan plan, const T* __restrict__ x, SumOf<T>* __restrict__ sums) {
+  using Sum = SumOf<T>;
+  __shared__ alignas(16) unsigned char shared[TileScratch<Sum>::kBytes];
+  const TileScratch<Sum> scratch = TileScratch<Sum>::Carve(shared);
+  for (int64_t tile = blockIdx.x; tile < plan.num_tiles; tile += gridDim.x) {
+    TileSums(DeviceBlock(), plan, x, sums, tile, scratch);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kTileThreads)
+    TileMeansKernel(TileScanPlan plan, const T* __restrict__ x, T* __restrict__ y,
+                    const SumOf<T>* __restrict__ sums) {
+  using Sum = SumOf<T>;
+  __shared__ alignas(16) unsigned char shared[TileScratch<Sum>::kBytes];
+  const TileScratch<Sum> scratch = TileScratch<Sum>::Carve(shared);
+  for (int64_t tile = blockIdx.x; tile < plan.num_tiles; tile += gridDim.x) {
+    TileMeans(DeviceBlock(), plan, x, y, sums, tile, scratch);
+  }
+}
+
 // Enough blocks to fill every SM, the rest covered by the grid-stride loops.
 inline unsigned GridSize(int64_t work_items, int sm_count) {
   const int64_t wanted = CeilDiv(work_items, kGpuThreadsPerBlock);
@@ -45,18 +110,36 @@ inline unsigned GridSize(int64_t work_items, int sm_count) {
 }
 
 // Enqueues the op on `stream` for a non-empty input (device pointers) and returns the launch
-// status. `sm_count` is the device's multiprocessor count.
+// status. `sm_count` is the device's multiprocessor count; `scratch` holds at least
+// GpuScratchBytes<T>(geometry, window) bytes of device memory (may be null when that is 0).
 template <typename T>
 cudaError_t LaunchCausalMovingAvgOnGpu(cudaStream_t stream, int sm_count, Geometry geometry,
-                                       int64_t window, Edge edge, const T* x, T* y) {
-  if (GpuUsesDirectSum(geometry, window)) {
-    const int64_t count = geometry.outer * geometry.steps * geometry.inner;
-    DirectMeanKernel<T><<<GridSize(count, sm_count), kGpuThreadsPerBlock, 0, stream>>>(
-        geometry, window, edge, x, y);
-  } else {
-    const Plan plan = MakeGpuPlan(geometry, window, edge);
-    RunningMeanUnitsKernel<T>
-        <<<GridSize(plan.num_units, sm_count), kGpuThreadsPerBlock, 0, stream>>>(plan, x, y);
+                                       int64_t window, Edge edge, const T* x, T* y, void* scratch) {
+  switch (ChooseGpuKernel(geometry, window)) {
+    case GpuKernel::kDirect: {
+      const int64_t count = geometry.outer * geometry.steps * geometry.inner;
+      DirectMeanKernel<T><<<GridSize(count, sm_count), kGpuThreadsPerBlock, 0, stream>>>(
+          geometry, window, edge, x, y);
+      break;
+    }
+    case GpuKernel::kTileScan: {
+      using Sum = SumOf<T>;
+      const TileScanPlan plan = MakeTileScanPlan<Sum>(geometry, window, edge);
+      const unsigned blocks =
+          static_cast<unsigned>(Min64(plan.num_tiles, static_cast<int64_t>(sm_count) * 32));
+      Sum* sums = static_cast<Sum*>(scratch);
+      if (plan.whole_tiles > 0) {
+        TileSumsKernel<T><<<blocks, kTileThreads, 0, stream>>>(plan, x, sums);
+      }
+      TileMeansKernel<T><<<blocks, kTileThreads, 0, stream>>>(plan, x, y, sums);
+      break;
+    }
+    case GpuKernel::kRunning: {
+      const Plan plan = MakeGpuPlan(geometry, window, edge);
+      RunningMeanUnitsKernel<T>
+          <<<GridSize(plan.num_units, sm_count), kGpuThreadsPerBlock, 0, stream>>>(plan, x, y);
+      break;
+    }
   }
   return cudaGetLastError();
 }

@@ -16,8 +16,15 @@ struct LaunchCausalMovingAvg<GPUDevice, T> {
   absl::Status operator()(::tensorflow::OpKernelContext* ctx, Geometry geometry, int64_t window,
                           Edge edge, const T* x, T* y) {
     const GPUDevice& device = ctx->eigen_device<GPUDevice>();
+    ::tensorflow::Tensor scratch;
+    const int64_t scratch_bytes = GpuScratchBytes<T>(geometry, window);
+    if (scratch_bytes > 0) {
+      TF_RETURN_IF_ERROR(ctx->allocate_temp(::tensorflow::DT_UINT8,
+                                            ::tensorflow::TensorShape({scratch_bytes}), &scratch));
+    }
     const cudaError_t status = LaunchCausalMovingAvgOnGpu<T>(
-        device.stream(), device.getNumGpuMultiProcessors(), geometry, window, edge, x, y);
+        device.stream(), device.getNumGpuMultiProcessors(), geometry, window, edge, x, y,
+        scratch_bytes > 0 ? scratch.flat<uint8_t>().data() : nullptr);
     if (status != cudaSuccess) {
       return absl::InternalError(
           absl::StrCat("CausalMovingAvg: CUDA kernel launch failed: ", cudaGetErrorString(status)));

@@ -1,7 +1,9 @@
 // Tests of the TensorFlow-free core against a plain reference, with no TensorFlow in the process:
-// the CPU plan, the GPU's running-sum plan and the GPU's direct sums, all run here on the host,
-// so the arithmetic the CUDA kernels use is checked on machines without a GPU (and under
-// sanitizers). Prints one line per failure and "N passed, N failed"; exits 1 on any failure.
+// the CPU plan, the GPU's running-sum plan, the GPU's direct sums and its tile scans (emulated
+// thread by thread), all run here on the host, so the arithmetic and indexing the CUDA kernels use
+// are checked on machines without a GPU (and under sanitizers). Prints one line per failure and "N
+// passed, N failed"; exits 1 on any failure.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "cc/kernels/causal_moving_avg_core.h"
+#include "cc/kernels/causal_moving_avg_tile_scan.h"
 
 namespace cma = causal_moving_avg;
 
@@ -55,6 +58,25 @@ void Expect(const std::string& name, const std::vector<T>& got,
     }
   }
   ++passed;
+}
+
+// The GPU's tile scan for a narrow layout, both passes, run by the host executor.
+template <typename T>
+void TileScanOnHost(cma::Geometry g, int64_t window, cma::Edge edge, const T* x, T* y) {
+  using Sum = cma::SumOf<T>;
+  const cma::TileScanPlan plan = cma::MakeTileScanPlan<Sum>(g, window, edge);
+  std::vector<double> shared(cma::TileScratch<Sum>::kBytes / sizeof(double) + 1);
+  const auto scratch =
+      cma::TileScratch<Sum>::Carve(reinterpret_cast<unsigned char*>(shared.data()));
+  std::vector<Sum> sums(cma::TileSumsBytes<Sum>(plan) / sizeof(Sum));
+  const cma::HostBlock block;
+  for (int64_t tile = 0; tile < plan.num_tiles && plan.whole_tiles > 0; ++tile) {
+    cma::TileSums(block, plan, x, sums.data(), tile, scratch);
+  }
+  // Tiles are independent: run them last to first.
+  for (int64_t tile = plan.num_tiles - 1; tile >= 0; --tile) {
+    cma::TileMeans(block, plan, x, y, sums.data(), tile, scratch);
+  }
 }
 
 template <typename T>
@@ -107,6 +129,14 @@ void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, bool specials,
   std::vector<T> direct(n);
   for (int64_t i = 0; i < n; ++i) direct[i] = cma::DirectMeanAt(g, window, edge, x.data(), i);
   Expect(std::string("direct ") + label, direct, want, magnitude, tolerance);
+  if (g.inner < cma::kTileMaxInner) {
+    // Poisoned twice (NaN, then a finite value) so an element the scan never wrote cannot pass.
+    for (double poison : {static_cast<double>(NAN), 7777.0}) {
+      std::vector<T> scanned(n, static_cast<T>(poison));
+      TileScanOnHost<T>(g, window, edge, x.data(), scanned.data());
+      Expect(std::string("tile-scan ") + label, scanned, want, magnitude, tolerance);
+    }
+  }
 }
 
 }  // namespace
@@ -114,14 +144,29 @@ void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, bool specials,
 int main() {
   std::mt19937_64 rng(7);
   // Single and many rows, narrow and wide lanes (several 256-lane tiles), sequences crossing
-  // block boundaries (32768 steps), and windows from 1 to the int64 limit.
+  // CPU blocks (32768 steps) and GPU tiles (2048 / 1024 steps for one lane, fewer for more
+  // lanes, e.g. 288 / 144 for 7), windows from 1 to the int64 limit: shorter than a tile, a tile
+  // and more, several tiles, and longer than the sequence.
   const cma::Geometry shapes[] = {{1, 5000, 1}, {3, 700, 5},   {2, 300, 40}, {1, 1, 1},
-                                  {2, 2, 3},    {1, 70000, 1}, {1, 3, 5000}, {4, 130, 2}};
-  const int64_t windows[] = {
-      1, 2, 3, 7, 33, 64, 1000, int64_t{1} << 40, std::numeric_limits<int64_t>::max()};
+                                  {2, 2, 3},    {1, 70000, 1}, {1, 3, 5000}, {4, 130, 2},
+                                  {2, 1500, 7}, {1, 9000, 31}};
+  const int64_t windows[] = {1,
+                             2,
+                             3,
+                             7,
+                             33,
+                             64,
+                             1000,
+                             1024,
+                             2048,
+                             3000,
+                             4100,
+                             int64_t{1} << 40,
+                             std::numeric_limits<int64_t>::max()};
   for (const auto& g : shapes) {
     for (int64_t w : windows) {
-      if (w > 64 && g.steps * g.inner > 20000) continue;  // the O(T*W) reference stays fast
+      // The O(T*W) reference stays fast.
+      if (g.outer * g.steps * g.inner * std::min(w, g.steps) > 20'000'000) continue;
       for (cma::Edge e : {cma::Edge::kZeros, cma::Edge::kPartial}) {
         for (bool specials : {false, true}) {
           CheckCase<float>(g, w, e, specials, rng);

@@ -1,0 +1,295 @@
+// Tile scans: the GPU's algorithm for narrow layouts (inner < 32) with windows too long to sum
+// directly, written once for two executors: the CUDA kernels (one thread block per tile, phases
+// separated by __syncthreads) and a host emulation that runs each phase thread by thread, so
+// core_test checks the algorithm, indexing included, on machines without a GPU.
+//
+// A tile is `tile_steps` consecutive steps of one row with all its lanes: one contiguous span of
+// memory, loaded and stored coalesced. With Wc = min(W, steps) (a longer window sums the same
+// inputs), x[j] = 0 for j < 0, and a tile starting at step t0:
+//   window sum at t0 + k = A + sum_{j <= k} (x[t0 + j] - x[t0 - Wc + j])
+//   A = window sum at t0 - 1 = sum_{j < Wc % tile_steps} x[t0 - Wc + j]        (the head)
+//                            + sums of the Wc / tile_steps whole tiles before t0 (tile sums)
+// The head lies in the span the tile reads anyway (the leaving values); the tile sums come from a
+// first pass (TileSums) that only windows of at least a tile need. So an output costs O(1) reads
+// whatever W is, the prefix sums are block scans in shared memory, and every tile restarts from
+// the input, so rounding cannot drift. As on the CPU, a tile whose sums meet a NaN/Inf (or
+// overflow) recomputes the lanes concerned with RunningMeanCareful.
+//
+// Per-thread state never crosses a phase (the emulation could not keep it): what one phase
+// hands to the next goes through the shared-memory scratch.
+#ifndef CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_TILE_SCAN_H_
+#define CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_TILE_SCAN_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cc/kernels/causal_moving_avg_core.h"
+
+namespace causal_moving_avg {
+
+constexpr int kTileThreads = 256;
+// Narrower than a warp: the layouts the tile scan serves (wider ones are coalesced per lane).
+constexpr int64_t kTileMaxInner = 32;
+
+// Consecutive steps one thread scans serially: fills the scratch to about 16 KB per Sum array.
+template <typename Sum>
+constexpr int64_t TileItems() {
+  return sizeof(Sum) > 8 ? 4 : 8;
+}
+
+struct TileScanPlan {
+  Geometry geometry;
+  int64_t window;  // as given: sets the divisor
+  Edge edge;
+  int64_t summed_window;     // Wc = min(window, steps): sets which inputs are summed
+  int64_t threads_per_lane;  // P = kTileThreads / inner; thread tid serves lane tid % inner
+  int64_t items;             // steps per thread
+  int64_t tile_steps;        // P * items
+  int64_t tiles_per_row;
+  int64_t num_tiles;    // outer * tiles_per_row
+  int64_t whole_tiles;  // Wc / tile_steps: tile sums in A
+  int64_t head_steps;   // Wc % tile_steps: leaving values in A
+};
+
+// Requires steps >= 1 and 1 <= inner < kTileMaxInner.
+template <typename Sum>
+CMA_HOST_DEVICE inline TileScanPlan MakeTileScanPlan(Geometry geometry, int64_t window, Edge edge) {
+  TileScanPlan plan;
+  plan.geometry = geometry;
+  plan.window = window;
+  plan.edge = edge;
+  plan.summed_window = Min64(window, geometry.steps);
+  plan.threads_per_lane = kTileThreads / geometry.inner;
+  plan.items = TileItems<Sum>();
+  plan.tile_steps = plan.threads_per_lane * plan.items;
+  plan.tiles_per_row = CeilDiv(geometry.steps, plan.tile_steps);
+  plan.num_tiles = geometry.outer * plan.tiles_per_row;
+  plan.whole_tiles = plan.summed_window / plan.tile_steps;
+  plan.head_steps = plan.summed_window % plan.tile_steps;
+  return plan;
+}
+
+// Global scratch for the tile sums (none when no window spans a whole tile).
+template <typename Sum>
+inline int64_t TileSumsBytes(const TileScanPlan& plan) {
+  return plan.whole_tiles == 0
+             ? 0
+             : plan.num_tiles * plan.geometry.inner * static_cast<int64_t>(sizeof(Sum));
+}
+
+// One value per thread, and room for the next round of a scan.
+template <typename Sum>
+struct DoubleBuffer {
+  Sum* current;
+  Sum* spare;
+};
+
+// Shared-memory scratch of one thread block, carved from raw bytes (CUDA does not allow
+// __shared__ arrays of types with constructors).
+template <typename Sum>
+struct TileScratch {
+  using Acc = typename Sum::Value;
+  static constexpr int64_t kCells = kTileThreads * TileItems<Sum>();
+  static constexpr size_t kBytes = kCells * sizeof(Sum) + kCells * sizeof(Acc) +
+                                   4 * kTileThreads * sizeof(Sum) + kTileMaxInner * sizeof(int);
+
+  Sum* cells;  // one per (step, lane) of the tile: differences, then their prefix sums
+  Acc* means;  // the outputs, staged for a coalesced store
+  DoubleBuffer<Sum> partial;  // per thread: its steps' sum, then scanned across its lane's threads
+  DoubleBuffer<Sum> anchor;   // per thread: its share of A, then summed across its lane's threads
+  int* bad_lane;              // lanes whose sums are not finite
+
+  CMA_HOST_DEVICE static TileScratch Carve(unsigned char* bytes) {
+    TileScratch s;
+    s.cells = reinterpret_cast<Sum*>(bytes);
+    s.means = reinterpret_cast<Acc*>(s.cells + kCells);
+    s.partial = {reinterpret_cast<Sum*>(s.means + kCells), nullptr};
+    s.partial.spare = s.partial.current + kTileThreads;
+    s.anchor = {s.partial.spare + kTileThreads, nullptr};
+    s.anchor.spare = s.anchor.current + kTileThreads;
+    s.bad_lane = reinterpret_cast<int*>(s.anchor.spare + kTileThreads);
+    return s;
+  }
+};
+
+// Thread tid serves lane tid % inner as the j-th of its lane's threads; threads with
+// j >= threads_per_lane (when inner does not divide kTileThreads) only join the barriers.
+struct TileThread {
+  int64_t lane;
+  int64_t j;
+  bool active;
+};
+CMA_HOST_DEVICE inline TileThread TileThreadAt(const TileScanPlan& plan, int tid) {
+  const int64_t inner = plan.geometry.inner;
+  return {tid % inner, tid / inner, tid / inner < plan.threads_per_lane};
+}
+
+// One Hillis-Steele step for thread tid: its value plus that of thread `earlier` (if >= 0).
+template <typename Sum>
+CMA_HOST_DEVICE void ScanStep(const DoubleBuffer<Sum>& buffer, int tid, int64_t earlier) {
+  Sum sum = buffer.current[tid];
+  if (earlier >= 0) {
+    sum = buffer.current[earlier];
+    sum.Merge(buffer.current[tid]);
+  }
+  buffer.spare[tid] = sum;
+}
+
+// Inclusive scan of `a` (and of `b`, if given) across the threads of each lane (Hillis-Steele);
+// the results end in a->current (b->current).
+template <typename Sum, typename Block>
+CMA_HOST_DEVICE void ScanAcrossLaneThreads(const Block& block, const TileScanPlan& plan,
+                                           DoubleBuffer<Sum>* a, DoubleBuffer<Sum>* b) {
+  const int64_t inner = plan.geometry.inner;
+  for (int64_t offset = 1; offset < plan.threads_per_lane; offset *= 2) {
+    block.Phase([&](int tid) {
+      const TileThread th = TileThreadAt(plan, tid);
+      const int64_t earlier = th.active && th.j >= offset ? tid - offset * inner : -1;
+      ScanStep(*a, tid, earlier);
+      if (b != nullptr) ScanStep(*b, tid, earlier);
+    });
+    Swap(&a->current, &a->spare);
+    if (b != nullptr) Swap(&b->current, &b->spare);
+  }
+}
+
+// First pass: the sum of every lane over tile `tile`, into sums[tile * inner + lane].
+template <typename T, typename Sum, typename Block>
+CMA_HOST_DEVICE void TileSums(const Block& block, const TileScanPlan& plan, const T* x, Sum* sums,
+                              int64_t tile, const TileScratch<Sum>& scratch) {
+  using Acc = typename Sum::Value;
+  const int64_t inner = plan.geometry.inner;
+  const int64_t row = tile / plan.tiles_per_row;
+  const int64_t t0 = (tile % plan.tiles_per_row) * plan.tile_steps;
+  const T* row_x = x + row * plan.geometry.steps * inner;
+  DoubleBuffer<Sum> partial = scratch.partial;
+  block.Phase([&](int tid) {
+    const TileThread th = TileThreadAt(plan, tid);
+    Sum sum;
+    for (int64_t m = 0; th.active && m < plan.items; ++m) {
+      const int64_t t = t0 + th.j + m * plan.threads_per_lane;  // coalesced across threads
+      if (t < plan.geometry.steps) sum.Add(static_cast<Acc>(row_x[t * inner + th.lane]));
+    }
+    partial.current[tid] = sum;
+  });
+  ScanAcrossLaneThreads<Sum>(block, plan, &partial, nullptr);
+  block.Phase([&](int tid) {
+    if (tid < inner)
+      sums[tile * inner + tid] = partial.current[(plan.threads_per_lane - 1) * inner + tid];
+  });
+}
+
+// Second pass: the outputs of tile `tile`. `sums` holds TileSums' results (unused when
+// plan.whole_tiles == 0).
+template <typename T, typename Sum, typename Block>
+CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, const T* x, T* y,
+                               const Sum* sums, int64_t tile, const TileScratch<Sum>& scratch) {
+  using Acc = typename Sum::Value;
+  const int64_t inner = plan.geometry.inner;
+  const int64_t steps = plan.geometry.steps;
+  const int64_t per_lane = plan.threads_per_lane;
+  const int64_t row = tile / plan.tiles_per_row;
+  const int64_t block_in_row = tile % plan.tiles_per_row;
+  const int64_t t0 = block_in_row * plan.tile_steps;
+  const int64_t t1 = Min64(steps, t0 + plan.tile_steps);
+  const T* row_x = x + row * steps * inner;
+  T* row_y = y + row * steps * inner;
+  DoubleBuffer<Sum> partial = scratch.partial;
+  DoubleBuffer<Sum> anchor = scratch.anchor;
+
+  // Load: differences entering - leaving into cells, and each thread's share of A.
+  block.Phase([&](int tid) {
+    const TileThread th = TileThreadAt(plan, tid);
+    Sum anchor_share;
+    for (int64_t m = 0; th.active && m < plan.items; ++m) {
+      const int64_t k = th.j + m * per_lane;  // coalesced across threads
+      const int64_t t = t0 + k;
+      const int64_t t_leaving = t - plan.summed_window;
+      const bool in_tile = t < t1;
+      const bool in_head = k < plan.head_steps;
+      Acc leaving = Acc(0);
+      if (t_leaving >= 0 && (in_tile || in_head)) {
+        leaving = static_cast<Acc>(row_x[t_leaving * inner + th.lane]);
+      }
+      if (in_head) anchor_share.Add(leaving);
+      Sum difference;
+      if (in_tile) {
+        difference.Add(static_cast<Acc>(row_x[t * inner + th.lane]));
+        difference.Add(-leaving);
+      }
+      scratch.cells[k * inner + th.lane] = difference;
+    }
+    const int64_t first_tile = block_in_row - plan.whole_tiles;
+    for (int64_t b = first_tile + th.j; th.active && b < block_in_row; b += per_lane) {
+      if (b >= 0) anchor_share.Merge(sums[(row * plan.tiles_per_row + b) * inner + th.lane]);
+    }
+    anchor.current[tid] = anchor_share;
+    if (tid < kTileMaxInner) scratch.bad_lane[tid] = 0;
+  });
+
+  // Each thread's consecutive steps, scanned serially.
+  block.Phase([&](int tid) {
+    const TileThread th = TileThreadAt(plan, tid);
+    Sum running;
+    for (int64_t m = 0; th.active && m < plan.items; ++m) {
+      Sum& cell = scratch.cells[(th.j * plan.items + m) * inner + th.lane];
+      running.Merge(cell);
+      cell = running;
+    }
+    partial.current[tid] = running;
+  });
+
+  ScanAcrossLaneThreads<Sum>(block, plan, &partial, &anchor);
+
+  // Window sums = A + the lane's exclusive prefix before this thread + the thread's own prefix.
+  block.Phase([&](int tid) {
+    const TileThread th = TileThreadAt(plan, tid);
+    if (!th.active) return;
+    Sum base = anchor.current[(per_lane - 1) * inner + th.lane];
+    if (th.j > 0) base.Merge(partial.current[(th.j - 1) * inner + th.lane]);
+    for (int64_t m = 0; m < plan.items; ++m) {
+      const int64_t k = th.j * plan.items + m;
+      const int64_t t = t0 + k;
+      if (t >= t1) break;
+      Sum window_sum = base;
+      window_sum.Merge(scratch.cells[k * inner + th.lane]);
+      const Acc sum = window_sum.Get();
+      if (!IsFinite(sum)) scratch.bad_lane[th.lane] = 1;
+      const int64_t divisor =
+          (plan.edge == Edge::kPartial && t < plan.window) ? t + 1 : plan.window;
+      scratch.means[k * inner + th.lane] = sum / static_cast<Acc>(divisor);
+    }
+  });
+
+  // Coalesced store of the lanes whose sums stayed finite.
+  block.Phase([&](int tid) {
+    const TileThread th = TileThreadAt(plan, tid);
+    if (!th.active || scratch.bad_lane[th.lane]) return;
+    for (int64_t m = 0; m < plan.items; ++m) {
+      const int64_t k = th.j + m * per_lane;
+      if (t0 + k >= t1) break;
+      row_y[(t0 + k) * inner + th.lane] = static_cast<T>(scratch.means[k * inner + th.lane]);
+    }
+  });
+
+  // Rare: a lane that met a NaN/Inf or overflowed, recomputed exactly by one thread.
+  block.Phase([&](int tid) {
+    const TileThread th = TileThreadAt(plan, tid);
+    if (th.active && th.j == 0 && scratch.bad_lane[th.lane]) {
+      RunningMeanCareful<T, Sum>(row_x + th.lane, row_y + th.lane, inner, t0, t1, plan.window,
+                                 plan.edge);
+    }
+  });
+}
+
+// The host executor: runs a phase for every thread in turn (the barrier is implicit).
+struct HostBlock {
+  template <typename Body>
+  void Phase(Body&& body) const {
+    for (int tid = 0; tid < kTileThreads; ++tid) body(tid);
+  }
+};
+
+}  // namespace causal_moving_avg
+
+#endif  // CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_TILE_SCAN_H_
