@@ -233,13 +233,20 @@ int64_t SingleLaneChunks(const T* __restrict__ x, T* __restrict__ y, int64_t str
       sums[k + 4] = sums[k] + ((d[k] + d[k + 1]) + (d[k + 2] + d[k + 3]));
     }
     T* yt = y + t * stride;
-    const int64_t partial = edge == Edge::kPartial ? filling : 0;  // divisor t + 1 there
-    for (int64_t k = 0; k < partial; ++k) {
-      yt[k * stride] = static_cast<T>(sums[k + 4] * (Acc(1) / static_cast<Acc>(t + k + 1)));
-    }
+    // Steps before the window is full divide by t + 1 with the edge 'partial'; t + 1 + k is
+    // formed from an int32 k, so the division vectorises (t + 1 + k is exact in Acc).
+    const int32_t partial = edge == Edge::kPartial ? static_cast<int32_t>(filling) : 0;
+    const Acc first_divisor = static_cast<Acc>(t + 1);
     if (stride == 1) {
+      for (int32_t k = 0; k < partial; ++k) {
+        yt[k] = static_cast<T>(sums[k + 4] * (Acc(1) / (first_divisor + static_cast<Acc>(k))));
+      }
       for (int64_t k = partial; k < kChunk; ++k) yt[k] = static_cast<T>(sums[k + 4] * inv_window);
     } else {
+      for (int32_t k = 0; k < partial; ++k) {
+        yt[k * stride] =
+            static_cast<T>(sums[k + 4] * (Acc(1) / (first_divisor + static_cast<Acc>(k))));
+      }
       for (int64_t k = partial; k < kChunk; ++k) {
         yt[k * stride] = static_cast<T>(sums[k + 4] * inv_window);
       }
