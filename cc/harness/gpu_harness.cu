@@ -221,8 +221,10 @@ float TimeMs(Launch launch, int repeats) {
   return MedianMs(samples);
 }
 
+// `nan_first`: x[0] is NaN, the worst case for the careful redo (with W >= steps it reaches
+// every output of the row).
 template <typename T>
-void Benchmark(cma::Geometry g, int64_t window, int sm_count, int repeats) {
+void Benchmark(cma::Geometry g, int64_t window, int sm_count, int repeats, bool nan_first = false) {
   const int64_t n = g.outer * g.steps * g.inner;
   const size_t bytes = n * sizeof(T);
   T *dx = nullptr, *dy = nullptr;
@@ -231,6 +233,7 @@ void Benchmark(cma::Geometry g, int64_t window, int sm_count, int repeats) {
   CHECK_CUDA(cudaMalloc(&dy, bytes));
   CHECK_CUDA(cudaMalloc(&scratch, cma::GpuScratchBytes<T>(g, window) + 1));
   CHECK_CUDA(cudaMemset(dx, 0, bytes));
+  if (nan_first) CHECK_CUDA(cudaMemset(dx, 0xFF, sizeof(T)));  // all ones: a NaN
   const float copy_ms = TimeMs(
       [&] { CHECK_CUDA(cudaMemcpyAsync(dy, dx, bytes, cudaMemcpyDeviceToDevice)); }, repeats);
   const float op_ms = TimeMs(
@@ -241,8 +244,9 @@ void Benchmark(cma::Geometry g, int64_t window, int sm_count, int repeats) {
       repeats);
   const double traffic = 2.0 * bytes;
   std::printf(
-      "| %-8s | [%lld, %lld, %lld] | %6lld | %-7s | %8.3f | %7.0f | %8.3f | %7.0f | %5.2f |\n",
-      TypeName<T>(), (long long)g.outer, (long long)g.steps, (long long)g.inner, (long long)window,
+      "| %-8s | [%lld, %lld, %lld]%s | %6lld | %-7s | %8.3f | %7.0f | %8.3f | %7.0f | %5.2f |\n",
+      TypeName<T>(), (long long)g.outer, (long long)g.steps, (long long)g.inner,
+      nan_first ? " NaN at 0" : "", (long long)window,
       cma::GpuKernelName(cma::ChooseGpuKernel(g, window)), op_ms, traffic / op_ms / 1e6, copy_ms,
       traffic / copy_ms / 1e6, op_ms / copy_ms);
   CHECK_CUDA(cudaFree(dx));
@@ -287,6 +291,7 @@ int main(int argc, char** argv) {
   }
   Benchmark<__half>({big / (4096 * 256), 4096, 256}, 3, sm, repeats);
   Benchmark<double>({big / (4096 * 256) / 2, 4096, 256}, 3, sm, repeats);
+  Benchmark<float>({1, big / 16, 1}, big, sm, repeats, /*nan_first=*/true);
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

@@ -352,6 +352,13 @@ struct CarefulWindow {
       finite_sum.Add(sign > 0 ? v : -v);
     }
   }
+  CMA_HOST_DEVICE void Merge(const CarefulWindow& other) {
+    finite_sum.Merge(other.finite_sum);
+    nans += other.nans;
+    pos_infs += other.pos_infs;
+    neg_infs += other.neg_infs;
+  }
+  CMA_HOST_DEVICE bool AllFinite() const { return nans == 0 && pos_infs == 0 && neg_infs == 0; }
   // What direct summation gives: NaN if a NaN is present or +Inf meets -Inf, else the Inf.
   CMA_HOST_DEVICE Acc Mean(Acc inv) const {
     if (nans > 0 || (pos_infs > 0 && neg_infs > 0)) return std::numeric_limits<Acc>::quiet_NaN();
@@ -361,6 +368,21 @@ struct CarefulWindow {
   }
 };
 
+// The outputs of one lane over steps [t0, t1), counting non-finite values; `w` holds the window
+// that ends just before t0.
+template <typename T, typename Sum>
+CMA_HOST_DEVICE void CarefulMeans(CarefulWindow<Sum> w, const T* __restrict__ x, T* __restrict__ y,
+                                  int64_t stride, int64_t t0, int64_t t1, int64_t window,
+                                  Edge edge) {
+  using Acc = typename Sum::Value;
+  for (int64_t t = t0; t < t1; ++t) {
+    w.Add(static_cast<Acc>(x[t * stride]), 1);
+    if (t >= window) w.Add(static_cast<Acc>(x[(t - window) * stride]), -1);
+    const int64_t divisor = (edge == Edge::kPartial && t < window) ? t + 1 : window;
+    y[t * stride] = static_cast<T>(w.Mean(Acc(1) / static_cast<Acc>(divisor)));
+  }
+}
+
 // The slow, exact path for one lane over steps [t0, t1); same contract as RunningMeanFast.
 template <typename T, typename Sum>
 CMA_HOST_DEVICE void RunningMeanCareful(const T* __restrict__ x, T* __restrict__ y, int64_t stride,
@@ -368,12 +390,7 @@ CMA_HOST_DEVICE void RunningMeanCareful(const T* __restrict__ x, T* __restrict__
   using Acc = typename Sum::Value;
   CarefulWindow<Sum> w;
   for (int64_t t = Max64(0, t0 - window); t < t0; ++t) w.Add(static_cast<Acc>(x[t * stride]), 1);
-  for (int64_t t = t0; t < t1; ++t) {
-    w.Add(static_cast<Acc>(x[t * stride]), 1);
-    if (t >= window) w.Add(static_cast<Acc>(x[(t - window) * stride]), -1);
-    const int64_t divisor = (edge == Edge::kPartial && t < window) ? t + 1 : window;
-    y[t * stride] = static_cast<T>(w.Mean(Acc(1) / static_cast<Acc>(divisor)));
-  }
+  CarefulMeans<T, Sum>(w, x, y, stride, t0, t1, window, edge);
 }
 
 // Direct summation of the window that ends at flat element `i` (the GPU's kernel for short

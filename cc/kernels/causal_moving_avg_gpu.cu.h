@@ -81,7 +81,8 @@ struct DeviceBlock {
 // so every thread reaches every barrier).
 template <typename T>
 __global__ void __launch_bounds__(kTileThreads)
-    TileSumsKernel(TileScanPlan plan, const T* __restrict__ x, SumOf<T>* __restrict__ sums) {
+    TileSumsKernel(TileScanPlan plan, const T* __restrict__ x,
+                   CarefulWindow<SumOf<T>>* __restrict__ sums) {
   using Sum = SumOf<T>;
   __shared__ alignas(16) unsigned char shared[TileScratch<Sum>::kBytes];
   const TileScratch<Sum> scratch = TileScratch<Sum>::Carve(shared);
@@ -93,7 +94,7 @@ __global__ void __launch_bounds__(kTileThreads)
 template <typename T>
 __global__ void __launch_bounds__(kTileThreads)
     TileMeansKernel(TileScanPlan plan, const T* __restrict__ x, T* __restrict__ y,
-                    const SumOf<T>* __restrict__ sums) {
+                    const CarefulWindow<SumOf<T>>* __restrict__ sums) {
   using Sum = SumOf<T>;
   __shared__ alignas(16) unsigned char shared[TileScratch<Sum>::kBytes];
   const TileScratch<Sum> scratch = TileScratch<Sum>::Carve(shared);
@@ -127,7 +128,7 @@ cudaError_t LaunchCausalMovingAvgOnGpu(cudaStream_t stream, int sm_count, Geomet
       const TileScanPlan plan = MakeTileScanPlan<Sum>(geometry, window, edge);
       const unsigned blocks =
           static_cast<unsigned>(Min64(plan.num_tiles, static_cast<int64_t>(sm_count) * 32));
-      Sum* sums = static_cast<Sum*>(scratch);
+      auto* sums = static_cast<CarefulWindow<Sum>*>(scratch);
       if (plan.whole_tiles > 0) {
         TileSumsKernel<T><<<blocks, kTileThreads, 0, stream>>>(plan, x, sums);
       }

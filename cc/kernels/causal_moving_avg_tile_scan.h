@@ -10,10 +10,12 @@
 //   A = window sum at t0 - 1 = sum_{j < Wc % tile_steps} x[t0 - Wc + j]        (the head)
 //                            + sums of the Wc / tile_steps whole tiles before t0 (tile sums)
 // The head lies in the span the tile reads anyway (the leaving values); the tile sums come from a
-// first pass (TileSums) that only windows of at least a tile need. So an output costs O(1) reads
-// whatever W is, the prefix sums are block scans in shared memory, and every tile restarts from
-// the input, so rounding cannot drift. As on the CPU, a tile whose sums meet a NaN/Inf (or
-// overflow) recomputes the lanes concerned with RunningMeanCareful.
+// first pass (TileSums) that only windows of at least a tile need. So an output costs two input
+// reads plus Wc / tile_steps^2 tile sums whatever W is, the prefix sums are block scans in shared
+// memory, and every tile restarts from the input, so rounding cannot drift. Tile sums are kept as
+// CarefulWindows (finite sum + counts of NaN/+Inf/-Inf). A lane whose sums meet a NaN/Inf (or
+// overflow) in a tile is redone by CarefulMeans from a careful anchor built the same way (tile
+// sums + head), so the redo also costs O(tile + Wc / tile) and never re-reads the W inputs.
 //
 // Per-thread state never crosses a phase (the emulation could not keep it): what one phase
 // hands to the next goes through the shared-memory scratch.
@@ -22,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "cc/kernels/causal_moving_avg_core.h"
 
@@ -69,13 +72,18 @@ CMA_HOST_DEVICE inline TileScanPlan MakeTileScanPlan(Geometry geometry, int64_t 
   return plan;
 }
 
-// Global scratch for the tile sums (none when no window spans a whole tile).
+// Global scratch for the tile sums, one CarefulWindow per (tile, lane); none when no window
+// spans a whole tile.
 template <typename Sum>
 inline int64_t TileSumsBytes(const TileScanPlan& plan) {
-  return plan.whole_tiles == 0
-             ? 0
-             : plan.num_tiles * plan.geometry.inner * static_cast<int64_t>(sizeof(Sum));
+  return plan.whole_tiles == 0 ? 0
+                               : plan.num_tiles * plan.geometry.inner *
+                                     static_cast<int64_t>(sizeof(CarefulWindow<Sum>));
 }
+
+// Cells are padded by one every 16: a thread's consecutive steps lie items * inner cells apart,
+// which would otherwise put a warp's accesses in few shared-memory banks.
+CMA_HOST_DEVICE inline int64_t PaddedCell(int64_t i) { return i + (i >> 4); }
 
 // One value per thread, and room for the next round of a scan.
 template <typename Sum>
@@ -89,21 +97,31 @@ struct DoubleBuffer {
 template <typename Sum>
 struct TileScratch {
   using Acc = typename Sum::Value;
+  using Careful = CarefulWindow<Sum>;
   static constexpr int64_t kCells = kTileThreads * TileItems<Sum>();
-  static constexpr size_t kBytes = kCells * sizeof(Sum) + kCells * sizeof(Acc) +
-                                   4 * kTileThreads * sizeof(Sum) + kTileMaxInner * sizeof(int);
+  static constexpr int64_t kPaddedCells = kCells + kCells / 16;
+  static constexpr size_t kCellBytes = kPaddedCells * (sizeof(Sum) + sizeof(Acc));
+  static constexpr size_t kBytes =
+      kCellBytes + 4 * kTileThreads * sizeof(Sum) + kTileMaxInner * sizeof(int);
+  static_assert(2 * kTileThreads * sizeof(Careful) <= kCellBytes, "careful sums reuse the cells");
+  static_assert(kBytes <= 48 * 1024, "the static shared-memory limit of a block");
 
   Sum* cells;  // one per (step, lane) of the tile: differences, then their prefix sums
   Acc* means;  // the outputs, staged for a coalesced store
   DoubleBuffer<Sum> partial;  // per thread: its steps' sum, then scanned across its lane's threads
   DoubleBuffer<Sum> anchor;   // per thread: its share of A, then summed across its lane's threads
-  int* bad_lane;              // lanes whose sums are not finite
+  // Per thread, careful sums (tile sums, and the redo's anchor): they reuse the cells' bytes,
+  // never in use at the same time.
+  DoubleBuffer<Careful> careful;
+  int* bad_lane;  // lanes whose sums are not finite
 
   CMA_HOST_DEVICE static TileScratch Carve(unsigned char* bytes) {
     TileScratch s;
     s.cells = reinterpret_cast<Sum*>(bytes);
-    s.means = reinterpret_cast<Acc*>(s.cells + kCells);
-    s.partial = {reinterpret_cast<Sum*>(s.means + kCells), nullptr};
+    s.means = reinterpret_cast<Acc*>(s.cells + kPaddedCells);
+    s.careful = {reinterpret_cast<Careful*>(bytes), nullptr};
+    s.careful.spare = s.careful.current + kTileThreads;
+    s.partial = {reinterpret_cast<Sum*>(bytes + kCellBytes), nullptr};
     s.partial.spare = s.partial.current + kTileThreads;
     s.anchor = {s.partial.spare + kTileThreads, nullptr};
     s.anchor.spare = s.anchor.current + kTileThreads;
@@ -125,9 +143,9 @@ CMA_HOST_DEVICE inline TileThread TileThreadAt(const TileScanPlan& plan, int tid
 }
 
 // One Hillis-Steele step for thread tid: its value plus that of thread `earlier` (if >= 0).
-template <typename Sum>
-CMA_HOST_DEVICE void ScanStep(const DoubleBuffer<Sum>& buffer, int tid, int64_t earlier) {
-  Sum sum = buffer.current[tid];
+template <typename V>
+CMA_HOST_DEVICE void ScanStep(const DoubleBuffer<V>& buffer, int tid, int64_t earlier) {
+  V sum = buffer.current[tid];
   if (earlier >= 0) {
     sum = buffer.current[earlier];
     sum.Merge(buffer.current[tid]);
@@ -137,9 +155,9 @@ CMA_HOST_DEVICE void ScanStep(const DoubleBuffer<Sum>& buffer, int tid, int64_t 
 
 // Inclusive scan of `a` (and of `b`, if given) across the threads of each lane (Hillis-Steele);
 // the results end in a->current (b->current).
-template <typename Sum, typename Block>
+template <typename V, typename Block>
 CMA_HOST_DEVICE void ScanAcrossLaneThreads(const Block& block, const TileScanPlan& plan,
-                                           DoubleBuffer<Sum>* a, DoubleBuffer<Sum>* b) {
+                                           DoubleBuffer<V>* a, DoubleBuffer<V>* b) {
   const int64_t inner = plan.geometry.inner;
   for (int64_t offset = 1; offset < plan.threads_per_lane; offset *= 2) {
     block.Phase([&](int tid) {
@@ -153,29 +171,31 @@ CMA_HOST_DEVICE void ScanAcrossLaneThreads(const Block& block, const TileScanPla
   }
 }
 
-// First pass: the sum of every lane over tile `tile`, into sums[tile * inner + lane].
+// First pass: every lane's careful sum over tile `tile`, into sums[tile * inner + lane].
 template <typename T, typename Sum, typename Block>
-CMA_HOST_DEVICE void TileSums(const Block& block, const TileScanPlan& plan, const T* x, Sum* sums,
-                              int64_t tile, const TileScratch<Sum>& scratch) {
+CMA_HOST_DEVICE void TileSums(const Block& block, const TileScanPlan& plan, const T* x,
+                              CarefulWindow<Sum>* sums, int64_t tile,
+                              const TileScratch<Sum>& scratch) {
   using Acc = typename Sum::Value;
   const int64_t inner = plan.geometry.inner;
   const int64_t row = tile / plan.tiles_per_row;
   const int64_t t0 = (tile % plan.tiles_per_row) * plan.tile_steps;
   const T* row_x = x + row * plan.geometry.steps * inner;
-  DoubleBuffer<Sum> partial = scratch.partial;
+  DoubleBuffer<CarefulWindow<Sum>> careful = scratch.careful;
   block.Phase([&](int tid) {
     const TileThread th = TileThreadAt(plan, tid);
-    Sum sum;
+    CarefulWindow<Sum> sum;
     for (int64_t m = 0; th.active && m < plan.items; ++m) {
       const int64_t t = t0 + th.j + m * plan.threads_per_lane;  // coalesced across threads
-      if (t < plan.geometry.steps) sum.Add(static_cast<Acc>(row_x[t * inner + th.lane]));
+      if (t < plan.geometry.steps) sum.Add(static_cast<Acc>(row_x[t * inner + th.lane]), 1);
     }
-    partial.current[tid] = sum;
+    careful.current[tid] = sum;
   });
-  ScanAcrossLaneThreads<Sum>(block, plan, &partial, nullptr);
+  ScanAcrossLaneThreads<CarefulWindow<Sum>>(block, plan, &careful, nullptr);
   block.Phase([&](int tid) {
-    if (tid < inner)
-      sums[tile * inner + tid] = partial.current[(plan.threads_per_lane - 1) * inner + tid];
+    if (tid < inner) {
+      sums[tile * inner + tid] = careful.current[(plan.threads_per_lane - 1) * inner + tid];
+    }
   });
 }
 
@@ -183,7 +203,8 @@ CMA_HOST_DEVICE void TileSums(const Block& block, const TileScanPlan& plan, cons
 // plan.whole_tiles == 0).
 template <typename T, typename Sum, typename Block>
 CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, const T* x, T* y,
-                               const Sum* sums, int64_t tile, const TileScratch<Sum>& scratch) {
+                               const CarefulWindow<Sum>* sums, int64_t tile,
+                               const TileScratch<Sum>& scratch) {
   using Acc = typename Sum::Value;
   const int64_t inner = plan.geometry.inner;
   const int64_t steps = plan.geometry.steps;
@@ -194,10 +215,14 @@ CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, con
   const int64_t t1 = Min64(steps, t0 + plan.tile_steps);
   const T* row_x = x + row * steps * inner;
   T* row_y = y + row * steps * inner;
+  const CarefulWindow<Sum>* row_sums = sums + row * plan.tiles_per_row * inner;
+  const int64_t first_tile = block_in_row - plan.whole_tiles;  // of those summed into A
   DoubleBuffer<Sum> partial = scratch.partial;
   DoubleBuffer<Sum> anchor = scratch.anchor;
+  DoubleBuffer<CarefulWindow<Sum>> careful = scratch.careful;
 
-  // Load: differences entering - leaving into cells, and each thread's share of A.
+  // Load: differences entering - leaving into cells, and each thread's share of A (a tile sum
+  // that holds a NaN/Inf makes the share NaN, so the lane is redone).
   block.Phase([&](int tid) {
     const TileThread th = TileThreadAt(plan, tid);
     Sum anchor_share;
@@ -217,11 +242,12 @@ CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, con
         difference.Add(static_cast<Acc>(row_x[t * inner + th.lane]));
         difference.Add(-leaving);
       }
-      scratch.cells[k * inner + th.lane] = difference;
+      scratch.cells[PaddedCell(k * inner + th.lane)] = difference;
     }
-    const int64_t first_tile = block_in_row - plan.whole_tiles;
-    for (int64_t b = first_tile + th.j; th.active && b < block_in_row; b += per_lane) {
-      if (b >= 0) anchor_share.Merge(sums[(row * plan.tiles_per_row + b) * inner + th.lane]);
+    for (int64_t b = Max64(0, first_tile) + th.j; th.active && b < block_in_row; b += per_lane) {
+      const CarefulWindow<Sum>& tile_sum = row_sums[b * inner + th.lane];
+      anchor_share.Merge(tile_sum.finite_sum);
+      if (!tile_sum.AllFinite()) anchor_share.Add(std::numeric_limits<Acc>::quiet_NaN());
     }
     anchor.current[tid] = anchor_share;
     if (tid < kTileMaxInner) scratch.bad_lane[tid] = 0;
@@ -232,7 +258,7 @@ CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, con
     const TileThread th = TileThreadAt(plan, tid);
     Sum running;
     for (int64_t m = 0; th.active && m < plan.items; ++m) {
-      Sum& cell = scratch.cells[(th.j * plan.items + m) * inner + th.lane];
+      Sum& cell = scratch.cells[PaddedCell((th.j * plan.items + m) * inner + th.lane)];
       running.Merge(cell);
       cell = running;
     }
@@ -252,12 +278,12 @@ CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, con
       const int64_t t = t0 + k;
       if (t >= t1) break;
       Sum window_sum = base;
-      window_sum.Merge(scratch.cells[k * inner + th.lane]);
+      window_sum.Merge(scratch.cells[PaddedCell(k * inner + th.lane)]);
       const Acc sum = window_sum.Get();
       if (!IsFinite(sum)) scratch.bad_lane[th.lane] = 1;
       const int64_t divisor =
           (plan.edge == Edge::kPartial && t < plan.window) ? t + 1 : plan.window;
-      scratch.means[k * inner + th.lane] = sum / static_cast<Acc>(divisor);
+      scratch.means[PaddedCell(k * inner + th.lane)] = sum / static_cast<Acc>(divisor);
     }
   });
 
@@ -268,16 +294,38 @@ CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, con
     for (int64_t m = 0; m < plan.items; ++m) {
       const int64_t k = th.j + m * per_lane;
       if (t0 + k >= t1) break;
-      row_y[(t0 + k) * inner + th.lane] = static_cast<T>(scratch.means[k * inner + th.lane]);
+      row_y[(t0 + k) * inner + th.lane] =
+          static_cast<T>(scratch.means[PaddedCell(k * inner + th.lane)]);
     }
   });
 
-  // Rare: a lane that met a NaN/Inf or overflowed, recomputed exactly by one thread.
+  // Rare: lanes that met a NaN/Inf (or overflowed) are redone counting non-finite values. Read
+  // after a barrier, the flags are the same for every thread, so all take the same branch.
+  bool any_bad = false;
+  for (int64_t lane = 0; lane < inner; ++lane) any_bad = any_bad || scratch.bad_lane[lane] != 0;
+  if (!any_bad) return;
+  // The careful A: the lane's threads share the tile sums and the head, as in the load phase.
+  block.Phase([&](int tid) {
+    const TileThread th = TileThreadAt(plan, tid);
+    CarefulWindow<Sum> share;
+    if (th.active && scratch.bad_lane[th.lane]) {
+      for (int64_t k = th.j; k < plan.head_steps; k += per_lane) {
+        const int64_t t_leaving = t0 + k - plan.summed_window;
+        if (t_leaving >= 0) share.Add(static_cast<Acc>(row_x[t_leaving * inner + th.lane]), 1);
+      }
+      for (int64_t b = Max64(0, first_tile) + th.j; b < block_in_row; b += per_lane) {
+        share.Merge(row_sums[b * inner + th.lane]);
+      }
+    }
+    careful.current[tid] = share;
+  });
+  ScanAcrossLaneThreads<CarefulWindow<Sum>>(block, plan, &careful, nullptr);
+  // One thread per lane then runs the tile serially: O(tile), never the W inputs before it.
   block.Phase([&](int tid) {
     const TileThread th = TileThreadAt(plan, tid);
     if (th.active && th.j == 0 && scratch.bad_lane[th.lane]) {
-      RunningMeanCareful<T, Sum>(row_x + th.lane, row_y + th.lane, inner, t0, t1, plan.window,
-                                 plan.edge);
+      CarefulMeans<T, Sum>(careful.current[(per_lane - 1) * inner + th.lane], row_x + th.lane,
+                           row_y + th.lane, inner, t0, t1, plan.window, plan.edge);
     }
   });
 }

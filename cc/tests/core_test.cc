@@ -68,7 +68,8 @@ void TileScanOnHost(cma::Geometry g, int64_t window, cma::Edge edge, const T* x,
   std::vector<double> shared(cma::TileScratch<Sum>::kBytes / sizeof(double) + 1);
   const auto scratch =
       cma::TileScratch<Sum>::Carve(reinterpret_cast<unsigned char*>(shared.data()));
-  std::vector<Sum> sums(cma::TileSumsBytes<Sum>(plan) / sizeof(Sum));
+  std::vector<cma::CarefulWindow<Sum>> sums(cma::TileSumsBytes<Sum>(plan) /
+                                            sizeof(cma::CarefulWindow<Sum>));
   const cma::HostBlock block;
   for (int64_t tile = 0; tile < plan.num_tiles && plan.whole_tiles > 0; ++tile) {
     cma::TileSums(block, plan, x, sums.data(), tile, scratch);
