@@ -18,7 +18,8 @@
 // sums + head), so the redo also costs O(tile + Wc / tile) and never re-reads the W inputs.
 //
 // Per-thread state never crosses a phase (the emulation could not keep it): what one phase
-// hands to the next goes through the shared-memory scratch.
+// hands to the next goes through the shared-memory scratch, and what is computed between phases
+// is the same for every thread of the block.
 #ifndef CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_TILE_SCAN_H_
 #define CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_TILE_SCAN_H_
 
