@@ -91,6 +91,7 @@ struct Case {
   int64_t window;
   cma::Edge edge;
   bool specials;  // sprinkle NaN / +Inf / -Inf
+  cma::GpuKernel kernel;
 };
 
 template <typename T>
@@ -117,11 +118,11 @@ std::vector<T> RunGpu(const Case& c, const std::vector<T>& x, unsigned char pois
   CHECK_CUDA(cudaMemset(dy, poison, bytes));
   if (!x.empty()) {
     // The scratch is poisoned too: the kernels must write what they read there.
-    const int64_t scratch_bytes = cma::GpuScratchBytes<T>(c.geometry, c.window);
+    const int64_t scratch_bytes = cma::GpuScratchBytes<T>(c.geometry, c.window, c.kernel);
     CHECK_CUDA(cudaMalloc(&scratch, scratch_bytes + 1));
     CHECK_CUDA(cudaMemset(scratch, poison, scratch_bytes + 1));
     CHECK_CUDA(cma::LaunchCausalMovingAvgOnGpu<T>(nullptr, sm_count, c.geometry, c.window, c.edge,
-                                                  dx, dy, scratch));
+                                                  dx, dy, scratch, c.kernel));
   }
   CHECK_CUDA(cudaDeviceSynchronize());
   std::vector<T> y(x.size());
@@ -171,23 +172,33 @@ void RunMatrix(bool quick, int sm_count, int* passed, int* failed) {
                                          {3, 2000, 100},  {2, 64, 1024}, {5, 1, 7},
                                          {1, 2, 1},       {2, 0, 4},     {1, 70000, 2}};
   const std::vector<int64_t> windows =
-      quick ? std::vector<int64_t>{1, 3, 1000}
-            : std::vector<int64_t>{1, 2, 3, 7, 32, 33, 1000, 5000, int64_t{1} << 40};
+      quick ? std::vector<int64_t>{1, 3, 1000, 5000}
+            : std::vector<int64_t>{1, 2, 3, 7, 32, 33, 1000, 5000, 100000, int64_t{1} << 40};
   std::mt19937_64 rng(42);
   for (const auto& shape : shapes) {
     for (int64_t window : windows) {
       for (cma::Edge edge : {cma::Edge::kZeros, cma::Edge::kPartial}) {
         for (bool specials : {false, true}) {
-          const Case c{shape, window, edge, specials};
-          const std::string error = Check<T>(c, rng, sm_count);
-          if (error.empty()) {
-            ++*passed;
-          } else {
-            ++*failed;
-            std::printf("FAIL %s [%lld, %lld, %lld] W=%lld edge=%s specials=%d: %s\n",
-                        TypeName<T>(), (long long)shape.outer, (long long)shape.steps,
-                        (long long)shape.inner, (long long)window,
-                        edge == cma::Edge::kZeros ? "zeros" : "partial", specials, error.c_str());
+          // The launcher's choice, and on narrow layouts also the tile scan where the direct
+          // kernel is chosen (the range over which kGpuDirectMaxWindow may be tuned).
+          std::vector<cma::GpuKernel> kernels = {cma::GpuKernel::kAuto};
+          if (cma::ChooseGpuKernel(shape, window) == cma::GpuKernel::kDirect) {
+            kernels.push_back(cma::GpuKernel::kTileScan);
+          }
+          for (cma::GpuKernel kernel : kernels) {
+            const Case c{shape, window, edge, specials, kernel};
+            const std::string error = Check<T>(c, rng, sm_count);
+            if (error.empty()) {
+              ++*passed;
+            } else {
+              ++*failed;
+              std::printf("FAIL %s [%lld, %lld, %lld] W=%lld edge=%s specials=%d kernel=%s: %s\n",
+                          TypeName<T>(), (long long)shape.outer, (long long)shape.steps,
+                          (long long)shape.inner, (long long)window,
+                          edge == cma::Edge::kZeros ? "zeros" : "partial", specials,
+                          cma::GpuKernelName(cma::ResolveGpuKernel(kernel, shape, window)),
+                          error.c_str());
+            }
           }
         }
       }
@@ -224,14 +235,15 @@ float TimeMs(Launch launch, int repeats) {
 // `nan_first`: x[0] is NaN, the worst case for the careful redo (with W >= steps it reaches
 // every output of the row).
 template <typename T>
-void Benchmark(cma::Geometry g, int64_t window, int sm_count, int repeats, bool nan_first = false) {
+void Benchmark(cma::Geometry g, int64_t window, int sm_count, int repeats, bool nan_first = false,
+               cma::GpuKernel kernel = cma::GpuKernel::kAuto) {
   const int64_t n = g.outer * g.steps * g.inner;
   const size_t bytes = n * sizeof(T);
   T *dx = nullptr, *dy = nullptr;
   void* scratch = nullptr;
   CHECK_CUDA(cudaMalloc(&dx, bytes));
   CHECK_CUDA(cudaMalloc(&dy, bytes));
-  CHECK_CUDA(cudaMalloc(&scratch, cma::GpuScratchBytes<T>(g, window) + 1));
+  CHECK_CUDA(cudaMalloc(&scratch, cma::GpuScratchBytes<T>(g, window, kernel) + 1));
   CHECK_CUDA(cudaMemset(dx, 0, bytes));
   if (nan_first) CHECK_CUDA(cudaMemset(dx, 0xFF, sizeof(T)));  // all ones: a NaN
   const float copy_ms = TimeMs(
@@ -239,7 +251,7 @@ void Benchmark(cma::Geometry g, int64_t window, int sm_count, int repeats, bool 
   const float op_ms = TimeMs(
       [&] {
         CHECK_CUDA(cma::LaunchCausalMovingAvgOnGpu<T>(nullptr, sm_count, g, window,
-                                                      cma::Edge::kZeros, dx, dy, scratch));
+                                                      cma::Edge::kZeros, dx, dy, scratch, kernel));
       },
       repeats);
   const double traffic = 2.0 * bytes;
@@ -247,8 +259,8 @@ void Benchmark(cma::Geometry g, int64_t window, int sm_count, int repeats, bool 
       "| %-8s | [%lld, %lld, %lld]%s | %6lld | %-7s | %8.3f | %7.0f | %8.3f | %7.0f | %5.2f |\n",
       TypeName<T>(), (long long)g.outer, (long long)g.steps, (long long)g.inner,
       nan_first ? " NaN at 0" : "", (long long)window,
-      cma::GpuKernelName(cma::ChooseGpuKernel(g, window)), op_ms, traffic / op_ms / 1e6, copy_ms,
-      traffic / copy_ms / 1e6, op_ms / copy_ms);
+      cma::GpuKernelName(cma::ResolveGpuKernel(kernel, g, window)), op_ms, traffic / op_ms / 1e6,
+      copy_ms, traffic / copy_ms / 1e6, op_ms / copy_ms);
   CHECK_CUDA(cudaFree(dx));
   CHECK_CUDA(cudaFree(dy));
   CHECK_CUDA(cudaFree(scratch));
@@ -292,6 +304,13 @@ int main(int argc, char** argv) {
   Benchmark<__half>({big / (4096 * 256), 4096, 256}, 3, sm, repeats);
   Benchmark<double>({big / (4096 * 256) / 2, 4096, 256}, 3, sm, repeats);
   Benchmark<float>({1, big / 16, 1}, big, sm, repeats, /*nan_first=*/true);
+  // Direct against tile scan on narrow layouts, to set kGpuDirectMaxWindow from data.
+  for (int64_t window : {int64_t{4}, int64_t{8}, int64_t{16}, int64_t{32}}) {
+    for (cma::GpuKernel kernel : {cma::GpuKernel::kDirect, cma::GpuKernel::kTileScan}) {
+      Benchmark<float>({1, big, 1}, window, sm, repeats, false, kernel);
+      Benchmark<float>({big / (16384 * 8), 16384, 8}, window, sm, repeats, false, kernel);
+    }
+  }
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

@@ -18,11 +18,17 @@ constexpr int kGpuThreadsPerBlock = 256;
 // contiguous (inner >= 32): such wide layouts run the core's blocked running sums. Narrow ones sum
 // short windows directly (each output reads its W inputs, coalesced across the warp, the overlap
 // served from L1/L2) and longer ones by tile scans (causal_moving_avg_tile_scan.h).
-enum class GpuKernel { kDirect, kTileScan, kRunning };
+// kAuto means ChooseGpuKernel's choice; the harness forces the others to compare them, e.g. to
+// tune kGpuDirectMaxWindow (set from an estimate: W L1 requests per output cost about half of
+// copy bandwidth at W = 32; not yet measured).
+enum class GpuKernel { kAuto, kDirect, kTileScan, kRunning };
 constexpr int64_t kGpuDirectMaxWindow = 32;
 inline GpuKernel ChooseGpuKernel(Geometry geometry, int64_t window) {
   if (geometry.inner >= kTileMaxInner) return GpuKernel::kRunning;
   return window <= kGpuDirectMaxWindow ? GpuKernel::kDirect : GpuKernel::kTileScan;
+}
+inline GpuKernel ResolveGpuKernel(GpuKernel kernel, Geometry geometry, int64_t window) {
+  return kernel == GpuKernel::kAuto ? ChooseGpuKernel(geometry, window) : kernel;
 }
 
 inline const char* GpuKernelName(GpuKernel kernel) {
@@ -31,15 +37,17 @@ inline const char* GpuKernelName(GpuKernel kernel) {
       return "direct";
     case GpuKernel::kTileScan:
       return "tile-scan";
-    default:
+    case GpuKernel::kRunning:
       return "running";
+    default:
+      return "auto";
   }
 }
 
 // Device memory the launch needs besides x and y (the tile sums of long windows), in bytes.
 template <typename T>
-int64_t GpuScratchBytes(Geometry geometry, int64_t window) {
-  if (ChooseGpuKernel(geometry, window) != GpuKernel::kTileScan) return 0;
+int64_t GpuScratchBytes(Geometry geometry, int64_t window, GpuKernel kernel = GpuKernel::kAuto) {
+  if (ResolveGpuKernel(kernel, geometry, window) != GpuKernel::kTileScan) return 0;
   using Sum = SumOf<T>;
   return TileSumsBytes<Sum>(MakeTileScanPlan<Sum>(geometry, window, Edge::kZeros));
 }
@@ -112,11 +120,13 @@ inline unsigned GridSize(int64_t work_items, int sm_count) {
 
 // Enqueues the op on `stream` for a non-empty input (device pointers) and returns the launch
 // status. `sm_count` is the device's multiprocessor count; `scratch` holds at least
-// GpuScratchBytes<T>(geometry, window) bytes of device memory (may be null when that is 0).
+// GpuScratchBytes<T>(geometry, window, kernel) bytes of device memory (may be null when that is
+// 0). Any kernel computes any shape, except the tile scan, which needs inner < kTileMaxInner.
 template <typename T>
 cudaError_t LaunchCausalMovingAvgOnGpu(cudaStream_t stream, int sm_count, Geometry geometry,
-                                       int64_t window, Edge edge, const T* x, T* y, void* scratch) {
-  switch (ChooseGpuKernel(geometry, window)) {
+                                       int64_t window, Edge edge, const T* x, T* y, void* scratch,
+                                       GpuKernel kernel = GpuKernel::kAuto) {
+  switch (ResolveGpuKernel(kernel, geometry, window)) {
     case GpuKernel::kDirect: {
       const int64_t count = geometry.outer * geometry.steps * geometry.inner;
       DirectMeanKernel<T><<<GridSize(count, sm_count), kGpuThreadsPerBlock, 0, stream>>>(
@@ -124,6 +134,7 @@ cudaError_t LaunchCausalMovingAvgOnGpu(cudaStream_t stream, int sm_count, Geomet
       break;
     }
     case GpuKernel::kTileScan: {
+      if (geometry.inner >= kTileMaxInner) return cudaErrorInvalidValue;
       using Sum = SumOf<T>;
       const TileScanPlan plan = MakeTileScanPlan<Sum>(geometry, window, edge);
       const unsigned blocks =
@@ -135,7 +146,7 @@ cudaError_t LaunchCausalMovingAvgOnGpu(cudaStream_t stream, int sm_count, Geomet
       TileMeansKernel<T><<<blocks, kTileThreads, 0, stream>>>(plan, x, y, sums);
       break;
     }
-    case GpuKernel::kRunning: {
+    default: {  // kRunning
       const Plan plan = MakeGpuPlan(geometry, window, edge);
       RunningMeanUnitsKernel<T>
           <<<GridSize(plan.num_units, sm_count), kGpuThreadsPerBlock, 0, stream>>>(plan, x, y);
