@@ -3,6 +3,7 @@ is checked where one is present (and skipped, saying so, where not)."""
 
 import itertools
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -73,6 +74,33 @@ def test_binary_holds_code_for_the_default_architectures():
         }
     )
     assert real + virtual == DEFAULT_ARCHITECTURES == causal_moving_avg.build_info()["cuda_architectures"]
+
+
+@needs_cuda_build
+def test_every_architecture_holds_every_kernel_for_every_dtype():
+    """The three kernels (direct, tile scan in two passes, running) for the four dtypes, in the real
+    code of each default architecture: read from the fat binary by cuobjdump."""
+    usage = subprocess.run(
+        [cuobjdump(), "--dump-resource-usage", causal_moving_avg.library_path()],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    found = {}
+    arch = None
+    for line in usage.splitlines():
+        if match := re.search(r"arch = (sm_\d+)", line):
+            arch = match.group(1)
+        elif match := re.search(
+            r"Function _ZN17causal_moving_avg\d+(\w+?Kernel)I(f|d|N5Eigen4halfE|N5Eigen8bfloat16E)E", line
+        ):
+            found.setdefault(arch, set()).add(match.groups())
+    dtypes = {"f", "d", "N5Eigen4halfE", "N5Eigen8bfloat16E"}
+    names = {"DirectMeanKernel", "TileSumsKernel", "TileMeansKernel", "RunningMeanUnitsKernel"}
+    expected = {(name, dtype) for name in names for dtype in dtypes}
+    assert sorted(found) == [a for a in DEFAULT_ARCHITECTURES if a.startswith("sm_")]
+    for arch, kernels_found in found.items():
+        assert kernels_found == expected, (arch, sorted(expected - kernels_found))
 
 
 @needs_cuda_build
