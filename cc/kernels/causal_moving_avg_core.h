@@ -393,19 +393,28 @@ CMA_HOST_DEVICE void RunningMeanCareful(const T* __restrict__ x, T* __restrict__
   CarefulMeans<T, Sum>(w, x, y, stride, t0, t1, window, edge);
 }
 
-// Direct summation of the window that ends at flat element `i` (the GPU's kernel for short
-// windows on narrow layouts): exact by construction, nothing carried between outputs.
-template <typename T>
-CMA_HOST_DEVICE T DirectMeanAt(Geometry geometry, int64_t window, Edge edge, const T* x,
-                               int64_t i) {
+// Direct summation of the window that ends at flat element `i`, at step `t` of its row (the GPU's
+// kernel for short windows on narrow layouts): exact by construction, nothing carried between
+// outputs. A product with the reciprocal, not a division: on a GPU a float64 division costs about
+// as much as the rest of an output (`inv_window` is 1 / W).
+template <typename T, typename Acc>
+CMA_HOST_DEVICE T DirectMeanAtStep(Geometry geometry, int64_t window, Edge edge, Acc inv_window,
+                                   const T* x, int64_t i, int64_t t) {
   using Sum = SumOf<T>;
-  using Acc = typename Sum::Value;
-  const int64_t t = (i / geometry.inner) % geometry.steps;
   const int64_t terms = Min64(window, t + 1);
   Sum sum;
   for (int64_t k = 0; k < terms; ++k) sum.Add(static_cast<Acc>(x[i - k * geometry.inner]));
-  const int64_t divisor = edge == Edge::kPartial ? terms : window;
-  return static_cast<T>(sum.Get() / static_cast<Acc>(divisor));
+  const Acc inv =
+      edge == Edge::kPartial && terms < window ? Acc(1) / static_cast<Acc>(terms) : inv_window;
+  return static_cast<T>(sum.Get() * inv);
+}
+
+template <typename T>
+CMA_HOST_DEVICE T DirectMeanAt(Geometry geometry, int64_t window, Edge edge, const T* x,
+                               int64_t i) {
+  using Acc = typename SumOf<T>::Value;
+  const int64_t t = (i / geometry.inner) % geometry.steps;
+  return DirectMeanAtStep(geometry, window, edge, Acc(1) / static_cast<Acc>(window), x, i, t);
 }
 
 // Where unit `unit` lives: row, first step, first lane and how many of each it covers.

@@ -18,11 +18,11 @@ constexpr int kGpuThreadsPerBlock = 256;
 // contiguous (inner >= 32): such wide layouts run the core's blocked running sums. Narrow ones sum
 // short windows directly (each output reads its W inputs, coalesced across the warp, the overlap
 // served from L1/L2) and longer ones by tile scans (causal_moving_avg_tile_scan.h).
-// kAuto means ChooseGpuKernel's choice; the harness forces the others to compare them, e.g. to
-// tune kGpuDirectMaxWindow (set from an estimate: W L1 requests per output cost about half of
-// copy bandwidth at W = 32; not yet measured).
+// kAuto means ChooseGpuKernel's choice; the harness forces the others to compare them.
+// kGpuDirectMaxWindow comes from that comparison on an H200 (float32, 2^28 elements, inner 1 and
+// 8): direct sums were faster up to W = 16, the tile scan from W = 32.
 enum class GpuKernel { kAuto, kDirect, kTileScan, kRunning };
-constexpr int64_t kGpuDirectMaxWindow = 32;
+constexpr int64_t kGpuDirectMaxWindow = 16;
 inline GpuKernel ChooseGpuKernel(Geometry geometry, int64_t window) {
   if (geometry.inner >= kTileMaxInner) return GpuKernel::kRunning;
   return window <= kGpuDirectMaxWindow ? GpuKernel::kDirect : GpuKernel::kTileScan;
@@ -52,15 +52,29 @@ int64_t GpuScratchBytes(Geometry geometry, int64_t window, GpuKernel kernel = Gp
   return TileSumsBytes<Sum>(MakeTileScanPlan<Sum>(geometry, window, Edge::kZeros));
 }
 
-// Direct summation, one thread per output (grid-stride); see DirectMeanAt.
+// Direct summation, one thread per output (grid-stride); see DirectMeanAtStep. Each thread
+// divides once for the step of its first output and then advances it by the grid stride without
+// dividing (64-bit division per output cost a third of the kernel's time on an H200).
 template <typename T>
 __global__ void DirectMeanKernel(Geometry geometry, int64_t window, Edge edge,
                                  const T* __restrict__ x, T* __restrict__ y) {
+  using Acc = typename SumOf<T>::Value;
+  const Acc inv_window = Acc(1) / static_cast<Acc>(window);
   const int64_t count = geometry.outer * geometry.steps * geometry.inner;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += stride) {
-    y[i] = DirectMeanAt(geometry, window, edge, x, i);
+  // Flat index i = (row * steps + t) * inner + lane; the stride moves (t, lane) by (dt, dlane).
+  const int64_t dlane = stride % geometry.inner;
+  const int64_t dt = (stride / geometry.inner) % geometry.steps;
+  int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  int64_t lane = i % geometry.inner;
+  int64_t t = (i / geometry.inner) % geometry.steps;
+  for (; i < count; i += stride) {
+    y[i] = DirectMeanAtStep(geometry, window, edge, inv_window, x, i, t);
+    lane += dlane;
+    const int64_t carry = lane >= geometry.inner ? 1 : 0;
+    lane -= carry * geometry.inner;
+    t += dt + carry;  // < 2 * steps, so one wrap at most
+    if (t >= geometry.steps) t -= geometry.steps;
   }
 }
 

@@ -139,8 +139,9 @@ struct TileThread {
   bool active;
 };
 CMA_HOST_DEVICE inline TileThread TileThreadAt(const TileScanPlan& plan, int tid) {
-  const int64_t inner = plan.geometry.inner;
-  return {tid % inner, tid / inner, tid / inner < plan.threads_per_lane};
+  const int inner = static_cast<int>(plan.geometry.inner);  // < 32: 32-bit division is cheaper
+  const int j = tid / inner;
+  return {tid - j * inner, j, j < plan.threads_per_lane};
 }
 
 // One Hillis-Steele step for thread tid: its value plus that of thread `earlier` (if >= 0).
@@ -218,6 +219,7 @@ CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, con
   T* row_y = y + row * steps * inner;
   const CarefulWindow<Sum>* row_sums = sums + row * plan.tiles_per_row * inner;
   const int64_t first_tile = block_in_row - plan.whole_tiles;  // of those summed into A
+  const Acc inv_window = Acc(1) / static_cast<Acc>(plan.window);
   DoubleBuffer<Sum> partial = scratch.partial;
   DoubleBuffer<Sum> anchor = scratch.anchor;
   DoubleBuffer<CarefulWindow<Sum>> careful = scratch.careful;
@@ -282,9 +284,11 @@ CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, con
       window_sum.Merge(scratch.cells[PaddedCell(k * inner + th.lane)]);
       const Acc sum = window_sum.Get();
       if (!IsFinite(sum)) scratch.bad_lane[th.lane] = 1;
-      const int64_t divisor =
-          (plan.edge == Edge::kPartial && t < plan.window) ? t + 1 : plan.window;
-      scratch.means[PaddedCell(k * inner + th.lane)] = sum / static_cast<Acc>(divisor);
+      // A product with the reciprocal: a float64 division per output is slow on a GPU.
+      const Acc inv = (plan.edge == Edge::kPartial && t < plan.window)
+                          ? Acc(1) / static_cast<Acc>(t + 1)
+                          : inv_window;
+      scratch.means[PaddedCell(k * inner + th.lane)] = sum * inv;
     }
   });
 
