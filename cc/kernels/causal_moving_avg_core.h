@@ -294,7 +294,6 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
   };
 #if !defined(__CUDA_ARCH__)
   if constexpr (kFixedLanes == 1 && Sum::kRegroupable) {
-    Acc sum = acc[0].Get();
     if (stride == 1 && window <= kDirectMaxWindow) {
       // Short windows need no running sum: each output sums its W inputs directly, a loop the
       // compiler vectorises whole. The final window's sum is re-formed for the finite check
@@ -303,12 +302,11 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
       if (t < t1) {
         DirectMeans(x, y, t, t1, window, inv_window);
         t = t1;
-        sum = Acc(0);
-        for (int64_t j = t - window; j < t; ++j) sum += static_cast<Acc>(x[j]);
-      } else {
-        sum = acc[0].Get();
+        acc[0] = Sum();
+        for (int64_t j = t - window; j < t; ++j) acc[0].Add(static_cast<Acc>(x[j]));
       }
     }
+    Acc sum = acc[0].Get();
     t = SingleLaneChunks(x, y, stride, t, t1, window, edge, &sum);
     acc[0] = Sum();
     acc[0].Add(sum);

@@ -54,7 +54,7 @@ int64_t GpuScratchBytes(Geometry geometry, int64_t window, GpuKernel kernel = Gp
 
 // Direct summation, one thread per output (grid-stride); see DirectMeanAtStep. Each thread
 // divides once for the step of its first output and then advances it by the grid stride without
-// dividing (64-bit division per output cost a third of the kernel's time on an H200).
+// dividing (on an H200, W = 3, 2^28 floats: 1.51 -> 1.44 ms against a division per output).
 template <typename T>
 __global__ void DirectMeanKernel(Geometry geometry, int64_t window, Edge edge,
                                  const T* __restrict__ x, T* __restrict__ y) {
