@@ -36,6 +36,8 @@ constexpr int kTileThreads = 256;
 constexpr int64_t kTileMaxInner = 32;
 
 // Consecutive steps one thread scans serially: fills the scratch to about 16 KB per Sum array.
+// A compile-time count, so the loops over a thread's steps unroll on the GPU and all of its loads
+// are in flight together.
 template <typename Sum>
 constexpr int64_t TileItems() {
   return sizeof(Sum) > 8 ? 4 : 8;
@@ -47,8 +49,7 @@ struct TileScanPlan {
   Edge edge;
   int64_t summed_window;     // Wc = min(window, steps): sets which inputs are summed
   int64_t threads_per_lane;  // P = kTileThreads / inner; thread tid serves lane tid % inner
-  int64_t items;             // steps per thread
-  int64_t tile_steps;        // P * items
+  int64_t tile_steps;        // P * TileItems<Sum>()
   int64_t tiles_per_row;
   int64_t num_tiles;    // outer * tiles_per_row
   int64_t whole_tiles;  // Wc / tile_steps: tile sums in A
@@ -64,8 +65,7 @@ CMA_HOST_DEVICE inline TileScanPlan MakeTileScanPlan(Geometry geometry, int64_t 
   plan.edge = edge;
   plan.summed_window = Min64(window, geometry.steps);
   plan.threads_per_lane = kTileThreads / geometry.inner;
-  plan.items = TileItems<Sum>();
-  plan.tile_steps = plan.threads_per_lane * plan.items;
+  plan.tile_steps = plan.threads_per_lane * TileItems<Sum>();
   plan.tiles_per_row = CeilDiv(geometry.steps, plan.tile_steps);
   plan.num_tiles = geometry.outer * plan.tiles_per_row;
   plan.whole_tiles = plan.summed_window / plan.tile_steps;
@@ -183,13 +183,20 @@ CMA_HOST_DEVICE void TileSums(const Block& block, const TileScanPlan& plan, cons
   const int64_t row = tile / plan.tiles_per_row;
   const int64_t t0 = (tile % plan.tiles_per_row) * plan.tile_steps;
   const T* row_x = x + row * plan.geometry.steps * inner;
+  constexpr int64_t kItems = TileItems<Sum>();
   DoubleBuffer<CarefulWindow<Sum>> careful = scratch.careful;
   block.Phase([&](int tid) {
     const TileThread th = TileThreadAt(plan, tid);
     CarefulWindow<Sum> sum;
-    for (int64_t m = 0; th.active && m < plan.items; ++m) {
-      const int64_t t = t0 + th.j + m * plan.threads_per_lane;  // coalesced across threads
-      if (t < plan.geometry.steps) sum.Add(static_cast<Acc>(row_x[t * inner + th.lane]), 1);
+    if (th.active) {
+      Acc values[kItems];
+      CMA_UNROLL
+      for (int64_t m = 0; m < kItems; ++m) {
+        const int64_t t = t0 + th.j + m * plan.threads_per_lane;  // coalesced across threads
+        values[m] = t < plan.geometry.steps ? static_cast<Acc>(row_x[t * inner + th.lane]) : Acc(0);
+      }
+      CMA_UNROLL
+      for (int64_t m = 0; m < kItems; ++m) sum.Add(values[m], 1);
     }
     careful.current[tid] = sum;
   });
@@ -223,29 +230,39 @@ CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, con
   DoubleBuffer<Sum> partial = scratch.partial;
   DoubleBuffer<Sum> anchor = scratch.anchor;
   DoubleBuffer<CarefulWindow<Sum>> careful = scratch.careful;
+  constexpr int64_t kItems = TileItems<Sum>();
 
   // Load: differences entering - leaving into cells, and each thread's share of A (a tile sum
-  // that holds a NaN/Inf makes the share NaN, so the lane is redone).
+  // that holds a NaN/Inf makes the share NaN, so the lane is redone). All loads come first, so
+  // none waits for a shared-memory store.
   block.Phase([&](int tid) {
     const TileThread th = TileThreadAt(plan, tid);
     Sum anchor_share;
-    for (int64_t m = 0; th.active && m < plan.items; ++m) {
-      const int64_t k = th.j + m * per_lane;  // coalesced across threads
-      const int64_t t = t0 + k;
-      const int64_t t_leaving = t - plan.summed_window;
-      const bool in_tile = t < t1;
-      const bool in_head = k < plan.head_steps;
-      Acc leaving = Acc(0);
-      if (t_leaving >= 0 && (in_tile || in_head)) {
-        leaving = static_cast<Acc>(row_x[t_leaving * inner + th.lane]);
+    if (th.active) {
+      Acc entering[kItems];
+      Acc leaving[kItems];
+      CMA_UNROLL
+      for (int64_t m = 0; m < kItems; ++m) {
+        const int64_t k = th.j + m * per_lane;  // coalesced across threads
+        const int64_t t = t0 + k;
+        const int64_t t_leaving = t - plan.summed_window;
+        const bool in_tile = t < t1;
+        leaving[m] = t_leaving >= 0 && (in_tile || k < plan.head_steps)
+                         ? static_cast<Acc>(row_x[t_leaving * inner + th.lane])
+                         : Acc(0);
+        entering[m] = in_tile ? static_cast<Acc>(row_x[t * inner + th.lane]) : Acc(0);
       }
-      if (in_head) anchor_share.Add(leaving);
-      Sum difference;
-      if (in_tile) {
-        difference.Add(static_cast<Acc>(row_x[t * inner + th.lane]));
-        difference.Add(-leaving);
+      CMA_UNROLL
+      for (int64_t m = 0; m < kItems; ++m) {
+        const int64_t k = th.j + m * per_lane;
+        if (k < plan.head_steps) anchor_share.Add(leaving[m]);
+        Sum difference;
+        if (t0 + k < t1) {
+          difference.Add(entering[m]);
+          difference.Add(-leaving[m]);
+        }
+        scratch.cells[PaddedCell(k * inner + th.lane)] = difference;
       }
-      scratch.cells[PaddedCell(k * inner + th.lane)] = difference;
     }
     for (int64_t b = Max64(0, first_tile) + th.j; th.active && b < block_in_row; b += per_lane) {
       const CarefulWindow<Sum>& tile_sum = row_sums[b * inner + th.lane];
@@ -260,8 +277,8 @@ CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, con
   block.Phase([&](int tid) {
     const TileThread th = TileThreadAt(plan, tid);
     Sum running;
-    for (int64_t m = 0; th.active && m < plan.items; ++m) {
-      Sum& cell = scratch.cells[PaddedCell((th.j * plan.items + m) * inner + th.lane)];
+    for (int64_t m = 0; th.active && m < kItems; ++m) {
+      Sum& cell = scratch.cells[PaddedCell((th.j * kItems + m) * inner + th.lane)];
       running.Merge(cell);
       cell = running;
     }
@@ -276,8 +293,8 @@ CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, con
     if (!th.active) return;
     Sum base = anchor.current[(per_lane - 1) * inner + th.lane];
     if (th.j > 0) base.Merge(partial.current[(th.j - 1) * inner + th.lane]);
-    for (int64_t m = 0; m < plan.items; ++m) {
-      const int64_t k = th.j * plan.items + m;
+    for (int64_t m = 0; m < kItems; ++m) {
+      const int64_t k = th.j * kItems + m;
       const int64_t t = t0 + k;
       if (t >= t1) break;
       Sum window_sum = base;
@@ -296,7 +313,8 @@ CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, con
   block.Phase([&](int tid) {
     const TileThread th = TileThreadAt(plan, tid);
     if (!th.active || scratch.bad_lane[th.lane]) return;
-    for (int64_t m = 0; m < plan.items; ++m) {
+    CMA_UNROLL
+    for (int64_t m = 0; m < kItems; ++m) {
       const int64_t k = th.j + m * per_lane;
       if (t0 + k >= t1) break;
       row_y[(t0 + k) * inner + th.lane] =

@@ -12,6 +12,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cc/kernels/causal_moving_avg_core.h"
@@ -127,9 +128,17 @@ void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, bool specials,
       std::printf("FAIL %s %s: unit order changed the bits\n", plan_names[p], label);
     }
   }
-  std::vector<T> direct(n);
-  for (int64_t i = 0; i < n; ++i) direct[i] = cma::DirectMeanAt(g, window, edge, x.data(), i);
-  Expect(std::string("direct ") + label, direct, want, magnitude, tolerance);
+  // The GPU's direct kernel, every thread of a grid of 1, 7 and 256 threads (ragged last rounds
+  // included), outputs poisoned so an element no thread wrote cannot pass.
+  const std::pair<int64_t, double> grids[] = {{1, NAN}, {7, 7777.0}, {256, NAN}};
+  for (const auto& [threads, poison] : grids) {
+    std::vector<T> direct(n, static_cast<T>(poison));
+    for (int64_t first = 0; first < threads; ++first) {
+      cma::DirectMeansOfThread(g, window, edge, x.data(), direct.data(), first, threads);
+    }
+    Expect(std::string("direct/") + std::to_string(threads) + " " + label, direct, want, magnitude,
+           tolerance);
+  }
   if (g.inner < cma::kTileMaxInner) {
     // Poisoned twice (NaN, then a finite value) so an element the scan never wrote cannot pass.
     for (double poison : {static_cast<double>(NAN), 7777.0}) {
