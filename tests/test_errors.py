@@ -100,3 +100,21 @@ def test_raw_op_shape_function_rejects_at_graph_construction():
             ops.causal_moving_avg(tf.constant(1.0), window=3, axis=0)
         with pytest.raises(ValueError, match=r"window"):
             ops.causal_moving_avg(tf.zeros((2, 3)), window=0, axis=0)
+
+
+@pytest.mark.parametrize(
+    "x,kind",
+    [
+        (tf.ragged.constant([[1.0, 2.0], [3.0]]), "RaggedTensor"),
+        (tf.sparse.from_dense(tf.ones((2, 3))), "SparseTensor"),
+    ],
+)
+def test_ragged_and_sparse_are_named(x, kind):
+    with pytest.raises(TypeError, match=rf"x must be a dense tensor, got a {kind}"):
+        causal_moving_avg(x, axis=1)
+
+
+def test_masked_array_is_refused_not_averaged_with_its_masked_values():
+    masked = np.ma.array([1.0, 2.0, 3.0], mask=[0, 1, 0])
+    with pytest.raises(TypeError, match="x must not be a masked array"):
+        causal_moving_avg(masked, window=2)

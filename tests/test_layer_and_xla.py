@@ -46,6 +46,12 @@ def test_layer_config_and_output_shape():
     np.testing.assert_array_equal(clone(X).numpy(), layer(X).numpy())
 
 
+def test_layer_axis_none_is_the_steps_axis_of_each_input():
+    layer = cma.CausalMovingAverage(window=3, axis=None)
+    np.testing.assert_array_equal(layer(X).numpy(), cma.causal_moving_avg(X, 3, axis=1).numpy())
+    assert cma.CausalMovingAverage.from_config(layer.get_config()).axis is None
+
+
 @pytest.mark.parametrize(
     "kwargs,error",
     [
@@ -143,6 +149,32 @@ def test_xla_path_matches_reference_with_non_finite_values(dtype, edge):
         finite = np.isfinite(expected)
         np.testing.assert_array_equal(y[~finite], expected[~finite])
         assert np.all(np.abs(y[finite] - expected[finite]) <= rtol * scale[finite] + atol), (shape, window)
+
+
+@pytest.mark.parametrize("window", [2, 33, 1000])
+def test_xla_path_confines_huge_values_to_their_windows(window):
+    # A difference of prefix sums would lose the ones after a 1e30 (float32) for good, and overflow
+    # on float64 values near the largest double; sums of the window's own values do neither.
+    for dtype, huge, rtol in [(np.float32, 1e30, 2e-7), (np.float64, 1.5e308, 1e-14)]:
+        x = np.ones((2, 5000), dtype)
+        x[0, 10:13] = huge
+        x[1, 100] = -huge
+        compiled = tf.function(lambda t, w=window: cma.causal_moving_avg(t, w, axis=1), jit_compile=True)
+        y = compiled(tf.constant(x)).numpy()
+        # The definition in float64 after exact power-of-two scaling, so no reference sum overflows.
+        expected = reference_moving_avg(x.astype(np.float64) * 2.0**-64, window, 1) * 2.0**64
+        assert np.isfinite(y).all()
+        np.testing.assert_allclose(y, expected, rtol=rtol)
+
+
+def test_xla_path_with_steps_unknown_while_tracing():
+    compiled = tf.function(
+        lambda t: cma.causal_moving_avg(t, 2**40, axis=1, edge="partial"),
+        jit_compile=True,
+        input_signature=[tf.TensorSpec([None, None], tf.float64)],
+    )
+    x = np.random.randn(3, 300)
+    np.testing.assert_allclose(compiled(x).numpy(), reference_moving_avg(x, 2**40, 1, "partial"), rtol=1e-12)
 
 
 def test_xla_path_replaces_the_custom_op_only_under_xla():

@@ -97,3 +97,14 @@ def test_bad_dtypes(a):
 def test_scalar():
     with pytest.raises(ValueError, match="rank >= 1"):
         numpy_causal_moving_avg(np.float64(1.0))
+
+
+def test_big_endian_input_gives_the_native_result():
+    x = np.random.default_rng(1).standard_normal((3, 40))
+    expected = numpy_causal_moving_avg(x, 5)
+    np.testing.assert_array_equal(numpy_causal_moving_avg(x.astype(">f8"), 5), expected)
+
+
+def test_masked_array_is_refused():
+    with pytest.raises(TypeError, match="must not be a masked array"):
+        numpy_causal_moving_avg(np.ma.array([1.0, 2.0, 3.0], mask=[0, 1, 0]), 2)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from causal_moving_avg import causal_moving_avg
-from conftest import RTOL, keras_conv1d_moving_avg, reference_moving_avg
+from causal_moving_avg import causal_moving_avg, numpy_causal_moving_avg
+from conftest import RTOL, keras_conv1d_moving_avg, reference_by_prefix_sums, reference_moving_avg
 
 EDGES = ["zeros", "partial"]
 
@@ -73,6 +73,32 @@ def test_every_dtype_within_its_rounding(dtype, window, edge):
     assert np.all(error <= RTOL[dtype] * scale + ml_dtypes.finfo(np_dtype).tiny)
 
 
+def rounded_once(values, dtype):
+    """float64 values rounded once to float16 or bfloat16 (to nearest, ties to even), plainly."""
+    if dtype == "bfloat16":  # 8 significant bits; frexp's mantissa lies in [0.5, 1)
+        mantissa, exponent = np.frexp(values)
+        return np.ldexp(np.round(mantissa * 2**8) / 2**8, exponent).astype(ml_dtypes.bfloat16)
+    return values.astype(np.float16)  # NumPy rounds float64 to float16 directly
+
+
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_16_bit_outputs_are_rounded_once(dtype):
+    # Long windows make many exact means fall close to a midpoint between two 16-bit neighbours,
+    # where rounding through float32 first goes the wrong way.
+    np_dtype = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.float16
+    x = (np.random.default_rng(0).integers(-1000, 1000, size=(1, 1_000_000, 1)) / 8).astype(np_dtype)
+    exact = reference_by_prefix_sums(x.astype(np.float64), 1_000_000, 1, "partial")  # long double sums
+    # Only a mean within float64's own rounding of a midpoint may go either way.
+    low, high = rounded_once(exact * (1 - 2e-15), dtype), rounded_once(exact * (1 + 2e-15), dtype)
+    tensor = tf.constant(x, tf.as_dtype(np_dtype))
+    outputs = [causal_moving_avg(tensor, 1_000_000, axis=1, edge="partial").numpy()]
+    if dtype == np.float16:
+        outputs.append(numpy_causal_moving_avg(x, 1_000_000, axis=1, edge="partial"))
+    for y in outputs:
+        wrong = (y != low) & (y != high)
+        assert not wrong.any(), f"{wrong.sum()} outputs, e.g. step {np.argmax(wrong)}"
+
+
 @pytest.mark.parametrize("window", [1, 2, 3, 7, 64])
 @pytest.mark.parametrize("channels", [1, 3])
 def test_equals_frozen_keras_conv1d(window, channels):
@@ -123,6 +149,25 @@ def test_nan_and_inf_reach_only_the_windows_that_hold_them(window, edge):
     assert np.isfinite(y[0, 10 + window :, 0][: 4000 - 10 - window]).all()
 
 
+@pytest.mark.parametrize("window", [1, 2, 3, 100])
+def test_float64_near_the_largest_double_gives_finite_means(window):
+    # Window sums of these inputs overflow double; their means do not. Past the large values the
+    # output must be the ones' mean again, not an Inf carried to the end of a block. (Sums of the
+    # large values are exact here; where they round, the ones' mean may lose up to the bound in
+    # README's Numerics, 2^-50 of the largest value in the block.)
+    x = np.ones((2, 70000, 3))
+    x[0, :2, 0] = 1e308
+    x[0, 5000:5002, 1] = 2.0**1023
+    x[1, 40000:40003, 2] = -1.5 * 2.0**1023
+    # Reference: the definition in float64 after exact power-of-two scaling, so no sum overflows.
+    for edge in EDGES:
+        expected = reference_moving_avg(x * 2.0**-64, window, 1, edge) * 2.0**64
+        y = causal_moving_avg(x, window=window, edge=edge).numpy()
+        assert np.isfinite(y).all()
+        np.testing.assert_allclose(y, expected, rtol=1e-15)
+        assert np.array_equal(numpy_causal_moving_avg(x, window, 1, edge), y)
+
+
 def test_window_far_longer_than_the_sequence():
     x = np.random.randn(4, 50, 2)
     for edge in EDGES:
@@ -138,6 +183,16 @@ def test_accepts_lists_arrays_and_tensors_and_default_axis():
         np.testing.assert_allclose(causal_moving_avg(x, window=2).numpy(), expected, rtol=1e-6)
     assert causal_moving_avg([1, 2, 3], window=2).dtype == tf.float32  # ints in a list: float32
     np.testing.assert_allclose(causal_moving_avg([1.0, 2.0, 3.0], window=2).numpy(), [0.5, 1.5, 2.5])
+
+
+def test_typed_array_likes_keep_their_dtype():
+    pandas = pytest.importorskip("pandas")
+    assert causal_moving_avg(pandas.Series([1.0, 2.0, 3.0]), window=2).dtype == tf.float64
+    assert causal_moving_avg(memoryview(np.arange(3.0)), window=2).dtype == tf.float64
+    y = causal_moving_avg(pandas.DataFrame({"a": [1.0, 2.0, 3.0]}, dtype=np.float32), window=2, axis=0)
+    np.testing.assert_array_equal(y.numpy(), [[0.5], [1.5], [2.5]])
+    with pytest.raises(TypeError, match="got int64"):  # like an integer array: no silent cast
+        causal_moving_avg(pandas.Series([1, 2, 3]), window=2)
 
 
 def test_shape_inference_keeps_unknown_dims_inside_tf_function():

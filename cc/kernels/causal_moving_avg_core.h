@@ -18,6 +18,7 @@
 #define CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_CORE_H_
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -50,6 +51,32 @@ CMA_HOST_DEVICE inline bool IsFinite(Acc v) {
   return v - v == Acc(0);  // NaN - NaN and Inf - Inf are NaN; needs no <cmath> on the device.
 }
 
+// Rounds a float64 result to float32 "to odd": truncated toward zero, with the last bit set when
+// anything was cut off. Rounding that to a type with at least two fewer bits gives the same as
+// rounding the float64 once.
+CMA_HOST_DEVICE inline float RoundToOddFloat(double v) {
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) != v && v == v) {
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof(bits));
+    if ((f < 0 ? -f : f) > (v < 0 ? -v : v)) --bits;  // rounded away from zero: one step back
+    bits |= 1u;
+    memcpy(&f, &bits, sizeof(bits));
+  }
+  return f;
+}
+
+// An output, rounded once from its float64 value. 16-bit types convert from float32 (Eigen's half
+// and bfloat16, GCC's _Float16 without native support), which would round twice.
+template <typename T>
+CMA_HOST_DEVICE inline T RoundTo(double v) {
+  if constexpr (sizeof(T) == 2) {
+    return static_cast<T>(RoundToOddFloat(v));
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
 // A running sum in a type much wider than the input: its rounding stays far below the input's.
 template <typename Acc>
 struct PlainSum {
@@ -63,6 +90,8 @@ struct PlainSum {
   // Adds another partial sum (the GPU's block scans combine partial sums of consecutive steps).
   CMA_HOST_DEVICE void Merge(const PlainSum& other) { sum += other.sum; }
   CMA_HOST_DEVICE Acc Get() const { return sum; }
+  // The same sum times a power of two (exact, barring overflow and subnormals).
+  CMA_HOST_DEVICE PlainSum Scaled(Acc power_of_two) const { return {sum * power_of_two}; }
 };
 
 // Double inputs have no wider hardware type: a compensated (TwoSum) running sum keeps the error
@@ -88,6 +117,9 @@ struct CompensatedSum {
   }
   // Once an Inf/NaN is in the sum the compensation is NaN; the sum alone is then the answer.
   CMA_HOST_DEVICE double Get() const { return IsFinite(sum) ? sum + compensation : sum; }
+  CMA_HOST_DEVICE CompensatedSum Scaled(double power_of_two) const {
+    return {sum * power_of_two, compensation * power_of_two};
+  }
 };
 
 // 16- and 32-bit inputs accumulate in double: a running sum's error, relative to the largest
@@ -172,7 +204,7 @@ inline void DirectMeansFixed(const T* __restrict__ x, T* __restrict__ y, int64_t
     for (int64_t k = 0; k < n; ++k) {
       Acc sum = converted[k + kWindow - 1];
       for (int64_t j = 1; j < kWindow; ++j) sum += converted[k + kWindow - 1 - j];
-      y[t + k] = static_cast<T>(sum * inv_window);
+      y[t + k] = RoundTo<T>(sum * inv_window);
     }
   }
 }
@@ -246,16 +278,15 @@ int64_t SingleLaneChunks(const T* __restrict__ x, T* __restrict__ y, int64_t str
     const Acc first_divisor = static_cast<Acc>(t + 1);
     if (stride == 1) {
       for (int32_t k = 0; k < partial; ++k) {
-        yt[k] = static_cast<T>(sums[k + 4] * (Acc(1) / (first_divisor + static_cast<Acc>(k))));
+        yt[k] = RoundTo<T>(sums[k + 4] * (Acc(1) / (first_divisor + static_cast<Acc>(k))));
       }
-      for (int64_t k = partial; k < kChunk; ++k) yt[k] = static_cast<T>(sums[k + 4] * inv_window);
+      for (int64_t k = partial; k < kChunk; ++k) yt[k] = RoundTo<T>(sums[k + 4] * inv_window);
     } else {
       for (int32_t k = 0; k < partial; ++k) {
-        yt[k * stride] =
-            static_cast<T>(sums[k + 4] * (Acc(1) / (first_divisor + static_cast<Acc>(k))));
+        yt[k * stride] = RoundTo<T>(sums[k + 4] * (Acc(1) / (first_divisor + static_cast<Acc>(k))));
       }
       for (int64_t k = partial; k < kChunk; ++k) {
-        yt[k * stride] = static_cast<T>(sums[k + 4] * inv_window);
+        yt[k * stride] = RoundTo<T>(sums[k + 4] * inv_window);
       }
     }
     for (int64_t j = 0; j < 4; ++j) sums[j] = sums[kChunk + j];
@@ -295,7 +326,7 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
       T* yt = y + t * stride;
       for (int64_t l = 0; l < n; ++l) {
         acc[l].Add(static_cast<Acc>(xt[l]));
-        yt[l] = static_cast<T>(acc[l].Get() * inv);
+        yt[l] = RoundTo<T>(acc[l].Get() * inv);
       }
     }
   };
@@ -327,7 +358,7 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
     T* yt = y + t * stride;
     for (int64_t l = 0; l < n; ++l) {
       acc[l].Slide(static_cast<Acc>(xt[l]), static_cast<Acc>(xo[l]));
-      yt[l] = static_cast<T>(acc[l].Get() * inv_window);
+      yt[l] = RoundTo<T>(acc[l].Get() * inv_window);
     }
   }
   bool finite = true;
@@ -338,12 +369,20 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
   return finite;
 }
 
+// A careful window keeps its finite values scaled down by 2^64, so their sum cannot overflow, even
+// for float64 inputs near the largest double, and a mean overflows only if the true mean does.
+// Scaling by a power of two is exact (for values above 2^-958, about 2.4e-289, below which float64
+// inputs lose bits there), so it changes no other result.
+constexpr double kCarefulScaleDown = 0x1p-64;
+constexpr double kCarefulScaleUp = 0x1p64;
+
 // Running sum of the finite values in a window plus counts of the non-finite ones, so that a
-// NaN/Inf affects exactly the outputs whose window holds it.
+// NaN/Inf affects exactly the outputs whose window holds it. The fast paths fall back to it when
+// their sum is not finite: after a NaN/Inf, or after an overflow (float64 inputs only).
 template <typename Sum>
 struct CarefulWindow {
   using Acc = typename Sum::Value;
-  Sum finite_sum;
+  Sum finite_sum;  // scaled by kCarefulScaleDown
   int64_t nans = 0;
   int64_t pos_infs = 0;
   int64_t neg_infs = 0;
@@ -354,7 +393,7 @@ struct CarefulWindow {
     } else if (!IsFinite(v)) {
       (v > Acc(0) ? pos_infs : neg_infs) += sign;
     } else {
-      finite_sum.Add(sign > 0 ? v : -v);
+      finite_sum.Add((sign > 0 ? v : -v) * Acc(kCarefulScaleDown));
     }
   }
   CMA_HOST_DEVICE void Merge(const CarefulWindow& other) {
@@ -369,7 +408,7 @@ struct CarefulWindow {
     if (nans > 0 || (pos_infs > 0 && neg_infs > 0)) return std::numeric_limits<Acc>::quiet_NaN();
     if (pos_infs > 0) return std::numeric_limits<Acc>::infinity();
     if (neg_infs > 0) return -std::numeric_limits<Acc>::infinity();
-    return finite_sum.Get() * inv;
+    return finite_sum.Get() * inv * Acc(kCarefulScaleUp);  // the mean first: it cannot overflow
   }
 };
 
@@ -384,7 +423,7 @@ CMA_HOST_DEVICE void CarefulMeans(CarefulWindow<Sum> w, const T* __restrict__ x,
     w.Add(static_cast<Acc>(x[t * stride]), 1);
     if (t >= window) w.Add(static_cast<Acc>(x[(t - window) * stride]), -1);
     const int64_t divisor = (edge == Edge::kPartial && t < window) ? t + 1 : window;
-    y[t * stride] = static_cast<T>(w.Mean(Acc(1) / static_cast<Acc>(divisor)));
+    y[t * stride] = RoundTo<T>(w.Mean(Acc(1) / static_cast<Acc>(divisor)));
   }
 }
 
@@ -451,7 +490,15 @@ CMA_HOST_DEVICE void DirectMeansOfThread(Geometry geometry, int64_t window, Edge
       const Acc inv = edge == Edge::kPartial && terms[u] < window
                           ? Acc(1) / static_cast<Acc>(terms[u])
                           : inv_window;
-      y[index[u]] = static_cast<T>(sums[u].Get() * inv);
+      Acc mean = sums[u].Get() * inv;
+      if (!IsFinite(mean)) {  // rare: a NaN/Inf, or an overflow; as the careful paths do
+        CarefulWindow<Sum> careful;
+        for (int64_t k = 0; k < terms[u]; ++k) {
+          careful.Add(static_cast<Acc>(x[index[u] - k * geometry.inner]), 1);
+        }
+        mean = careful.Mean(inv);
+      }
+      y[index[u]] = RoundTo<T>(mean);
     }
   }
 }

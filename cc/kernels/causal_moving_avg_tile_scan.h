@@ -266,7 +266,7 @@ CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, con
     }
     for (int64_t b = Max64(0, first_tile) + th.j; th.active && b < block_in_row; b += per_lane) {
       const CarefulWindow<Sum>& tile_sum = row_sums[b * inner + th.lane];
-      anchor_share.Merge(tile_sum.finite_sum);
+      anchor_share.Merge(tile_sum.finite_sum.Scaled(kCarefulScaleUp));
       if (!tile_sum.AllFinite()) anchor_share.Add(std::numeric_limits<Acc>::quiet_NaN());
     }
     anchor.current[tid] = anchor_share;
@@ -318,7 +318,7 @@ CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, con
       const int64_t k = th.j + m * per_lane;
       if (t0 + k >= t1) break;
       row_y[(t0 + k) * inner + th.lane] =
-          static_cast<T>(scratch.means[PaddedCell(k * inner + th.lane)]);
+          RoundTo<T>(scratch.means[PaddedCell(k * inner + th.lane)]);
     }
   });
 

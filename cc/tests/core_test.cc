@@ -81,16 +81,27 @@ void TileScanOnHost(cma::Geometry g, int64_t window, cma::Edge edge, const T* x,
   }
 }
 
+// What a case adds to its normal(100, 10) inputs.
+enum class Extra { kNone, kSpecials, kHuge };
+
 template <typename T>
-void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, bool specials,
-               std::mt19937_64& rng) {
+void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, Extra extra, std::mt19937_64& rng) {
   const int64_t n = g.outer * g.steps * g.inner;
   std::normal_distribution<double> normal(100.0, 10.0);
   std::vector<double> x64(n);
   for (auto& v : x64) v = static_cast<T>(normal(rng));
-  if (specials && n > 0) {
+  if (extra == Extra::kSpecials && n > 0) {
     const double values[] = {NAN, INFINITY, -INFINITY, INFINITY};
     for (int k = 0; k < 8; ++k) x64[rng() % n] = values[k % 4];
+  }
+  if (extra == Extra::kHuge && n > 0) {
+    // Pairs of consecutive steps near the largest double: their window sums overflow double, their
+    // means do not (the reference sums in long double).
+    for (int k = 0; k < 4; ++k) {
+      const int64_t i = rng() % n;
+      x64[i] = k % 2 ? -1.5e308 : 1.5e308;
+      if (i + g.inner < n) x64[i + g.inner] = x64[i];
+    }
   }
   std::vector<T> x(x64.begin(), x64.end());
   std::vector<double> abs_x(n);
@@ -102,7 +113,10 @@ void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, bool specials,
   std::snprintf(label, sizeof(label), "%s [%lld,%lld,%lld] W=%lld %s%s",
                 sizeof(T) == 8 ? "f64" : "f32", (long long)g.outer, (long long)g.steps,
                 (long long)g.inner, (long long)window,
-                edge == cma::Edge::kZeros ? "zeros" : "partial", specials ? " specials" : "");
+                edge == cma::Edge::kZeros ? "zeros" : "partial",
+                extra == Extra::kSpecials ? " specials"
+                : extra == Extra::kHuge   ? " huge"
+                                          : "");
   if (n == 0) return;
 
   const std::function<cma::Plan()> plans[] = {
@@ -178,10 +192,11 @@ int main() {
       // The O(T*W) reference stays fast.
       if (g.outer * g.steps * g.inner * std::min(w, g.steps) > 20'000'000) continue;
       for (cma::Edge e : {cma::Edge::kZeros, cma::Edge::kPartial}) {
-        for (bool specials : {false, true}) {
-          CheckCase<float>(g, w, e, specials, rng);
-          CheckCase<double>(g, w, e, specials, rng);
+        for (Extra extra : {Extra::kNone, Extra::kSpecials}) {
+          CheckCase<float>(g, w, e, extra, rng);
+          CheckCase<double>(g, w, e, extra, rng);
         }
+        CheckCase<double>(g, w, e, Extra::kHuge, rng);
       }
     }
   }

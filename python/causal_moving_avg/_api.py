@@ -43,10 +43,21 @@ def resolve_axis(axis, rank) -> int:
     return int(axis)
 
 
+def check_not_masked(x):
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError("x must not be a masked array: its masked values would be averaged; fill them first")
+
+
 def to_input_tensor(x) -> tf.Tensor:
-    """Converts x (tensor, array, list) and checks its dtype and rank."""
+    """Converts x (tensor, array, array-like, list) and checks its dtype and rank."""
     # A tf.Tensor is used as is: converting it again costs more than the op on small inputs.
     if not isinstance(x, tf.Tensor):
+        if isinstance(x, (tf.RaggedTensor, tf.SparseTensor)):
+            kind = type(x).__name__
+            raise TypeError(f"x must be a dense tensor, got a {kind} (convert it with .to_tensor())")
+        check_not_masked(x)
+        if not tf.is_tensor(x) and (hasattr(x, "__array__") or isinstance(x, memoryview)):
+            x = np.asarray(x)  # pandas, memoryviews and other typed array-likes keep their dtype
         if tf.is_tensor(x) or isinstance(x, (np.ndarray, np.generic)):
             x = tf.convert_to_tensor(x)  # keeps the array's dtype: no silent cast
         else:
@@ -98,39 +109,48 @@ def in_xla_context() -> bool:
 def xla_composition(x, window, axis, edge):
     """The op as XLA-compilable TensorFlow ops, for use inside XLA-compiled functions.
 
-    Same contract as the kernel: float64 prefix sums of the finite values (so 16- and 32-bit
-    inputs round once, as in the kernel), and window counts of NaN/+Inf/-Inf taken from integer
-    prefix sums, so a non-finite input reaches exactly the windows that hold it. A constant to
-    autodiff. float64 inputs lose the kernel's compensated sums: their error grows with length
-    as float64 prefix sums do.
+    Every window sum adds inputs only, never takes a difference of prefix sums: block sums of
+    2^j steps come from doubling, B_j(t) = B_{j-1}(t) + B_{j-1}(t - 2^(j-1)), and a window of W
+    steps adds the blocks of W's binary digits, one after another. So, as with direct summation,
+    a NaN/Inf or a huge value affects exactly the windows that hold it (+Inf meeting -Inf gives
+    NaN), and rounding is that of a pairwise float64 sum of the window's own values, whatever the
+    sequence's length. Inputs are scaled by 2^-64 first (exact; float64 values below 2^-958 lose
+    bits), so sums of float64 values near the largest double do not overflow. O(log W) passes.
+    A constant to autodiff.
     """
     if x.shape.rank is None:
         raise ValueError("inside XLA, x needs a known rank")
     rank = x.shape.rank
     axis %= rank
     perm = [d for d in range(rank) if d != axis] + [axis]  # the steps axis last
-    values = tf.transpose(tf.cast(tf.stop_gradient(x), tf.float64), perm)
+    values = tf.transpose(tf.cast(tf.stop_gradient(x), tf.float64), perm) * 2.0**-64
     steps = tf.shape(values)[-1]
-    shift = tf.minimum(tf.constant(window, tf.int64), tf.cast(steps, tf.int64))
-    shift = tf.cast(shift, tf.int32)
+    # A window longer than the sequence sums the same inputs as one exactly as long.
+    static_steps = values.shape[-1]
+    summed_window = window if static_steps is None else max(1, min(window, static_steps))
 
-    def window_sums(series):
-        prefix = tf.cumsum(series, axis=-1)
-        earlier = tf.concat([tf.zeros_like(prefix[..., :shift]), prefix[..., : steps - shift]], axis=-1)
-        return prefix - earlier
+    def delayed(series, shift):
+        """series[t - shift], zeros before the start."""
+        shift = tf.cast(tf.minimum(tf.constant(shift, tf.int64), tf.cast(steps, tf.int64)), tf.int32)
+        return tf.concat([tf.zeros_like(series[..., :shift]), series[..., : steps - shift]], axis=-1)
 
-    finite = tf.math.is_finite(values)
-    total = window_sums(tf.where(finite, values, tf.zeros_like(values)))
-    nans = window_sums(tf.cast(tf.math.is_nan(values), tf.float64))
-    pos_infs = window_sums(tf.cast(values == np.inf, tf.float64))
-    neg_infs = window_sums(tf.cast(values == -np.inf, tf.float64))
+    block, block_steps = values, 1  # B_j and 2^j
+    total, summed_steps = None, 0  # the window sum so far covers steps t - summed_steps + 1 .. t
+    remaining = summed_window
+    while True:
+        if remaining & 1:
+            part = delayed(block, summed_steps) if summed_steps else block
+            total = part if total is None else total + part
+            summed_steps += block_steps
+        remaining >>= 1
+        if not remaining:
+            break
+        block = block + delayed(block, block_steps)
+        block_steps *= 2
     if edge == "partial":
         divisor = tf.minimum(tf.range(1, steps + 1, dtype=tf.int64), window)
     else:
         divisor = tf.fill([steps], tf.constant(window, tf.int64))
-    mean = total / tf.cast(divisor, tf.float64)
-    mean = tf.where(neg_infs > 0, tf.constant(-np.inf, tf.float64), mean)
-    mean = tf.where(pos_infs > 0, tf.constant(np.inf, tf.float64), mean)
-    mean = tf.where((nans > 0) | ((pos_infs > 0) & (neg_infs > 0)), tf.constant(np.nan, tf.float64), mean)
+    mean = total / tf.cast(divisor, tf.float64) * 2.0**64
     inverse = [perm.index(d) for d in range(rank)]
     return tf.cast(tf.transpose(mean, inverse), x.dtype)

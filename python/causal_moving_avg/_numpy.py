@@ -3,7 +3,7 @@
 import numpy as np
 
 from causal_moving_avg import _numpy_core
-from causal_moving_avg._api import EDGES, check_edge, check_window, resolve_axis
+from causal_moving_avg._api import EDGES, check_edge, check_not_masked, check_window, resolve_axis
 
 NUMPY_DTYPES = (np.float16, np.float32, np.float64)
 
@@ -17,10 +17,13 @@ def numpy_causal_moving_avg(a, window=3, axis=None, edge="zeros"):
     """
     window = check_window(window)
     edge = check_edge(edge)
+    check_not_masked(a)
     if not isinstance(a, np.ndarray):
         a = np.asarray(a)
         if a.dtype.kind in "iub":  # a list of Python numbers: NumPy's default float
             a = a.astype(np.float64)
+    if not a.dtype.isnative:  # big-endian data: the same values in this machine's byte order
+        a = a.astype(a.dtype.newbyteorder("="))
     if a.dtype not in NUMPY_DTYPES:
         raise TypeError(f"a must have dtype float16, float32 or float64; got {a.dtype} (cast it first)")
     if a.ndim == 0:

@@ -19,7 +19,7 @@ class CausalMovingAverage(keras.layers.Layer):
         super().__init__(**kwargs)
         self.window = check_window(window)
         self.edge = check_edge(edge)
-        self.axis = resolve_axis(axis, None)
+        self.axis = None if axis is None else resolve_axis(axis, None)  # None: resolved per input
 
     def build(self, input_shape):
         resolve_axis(self.axis, len(input_shape))  # a clear error for an axis the input lacks
