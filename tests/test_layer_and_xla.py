@@ -167,6 +167,26 @@ def test_xla_path_confines_huge_values_to_their_windows(window):
         np.testing.assert_allclose(y, expected, rtol=rtol)
 
 
+def test_xla_path_keeps_tiny_float64_values():
+    # Not flushed to zero, as scaling every sum down by 2^-64 would under XLA on CPU.
+    x = np.array([[1e-300] * 3, [3e-289, 0.0, 0.0], [2.0**-957 * (1 + 2.0**-52), -(2.0**-957), 0.0]])
+    compiled = tf.function(lambda t: cma.causal_moving_avg(t, 3, axis=1), jit_compile=True)
+    np.testing.assert_allclose(compiled(x).numpy(), reference_moving_avg(x, 3, 1), rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize(
+    "dtype,inputs,mean",
+    [  # means just above the midpoint between 1 and the next 16-bit value
+        (tf.float16, [2.0, 2.0, 2.0**-9, 2.0**-24], 1 + 2.0**-10),
+        (tf.bfloat16, [2.0, 2.0, 2.0**-6, 2.0**-28], 1 + 2.0**-7),
+    ],
+)
+def test_xla_path_rounds_16_bit_outputs_once(dtype, inputs, mean):
+    compiled = tf.function(lambda t: cma.causal_moving_avg(t, 4, axis=1), jit_compile=True)
+    y = compiled(tf.constant([inputs], dtype))
+    assert float(y[0, 3]) == mean  # rounding through float32 first would give 1.0
+
+
 def test_xla_path_with_steps_unknown_while_tracing():
     compiled = tf.function(
         lambda t: cma.causal_moving_avg(t, 2**40, axis=1, edge="partial"),

@@ -64,14 +64,21 @@ def test_releases_the_gil_while_computing():
     start = time.perf_counter()
     numpy_causal_moving_avg(a, 3)
     call = time.perf_counter() - start
-    stamps = []
-    worker = threading.Thread(target=lambda: [numpy_causal_moving_avg(a, 3) for _ in range(3)])
-    worker.start()
-    while worker.is_alive():
-        stamps.append(time.perf_counter())
-    worker.join()
-    assert len(stamps) > 100
-    assert np.max(np.diff(stamps)) < 0.5 * call
+    pauses = []
+    # Up to three tries: the call's own threads take every core, so the OS may still pause this
+    # one now and then; holding the GIL would pause it for a whole call in every try.
+    for _ in range(3):
+        stamps = []
+        worker = threading.Thread(target=lambda: [numpy_causal_moving_avg(a, 3) for _ in range(3)])
+        worker.start()
+        while worker.is_alive():
+            stamps.append(time.perf_counter())
+        worker.join()
+        assert len(stamps) > 100
+        pauses.append(np.max(np.diff(stamps)))
+        if pauses[-1] < 0.5 * call:
+            return
+    raise AssertionError(f"longest pauses {pauses} s against a call of {call} s")
 
 
 @pytest.mark.parametrize(

@@ -371,7 +371,7 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
 
 // A careful window keeps its finite values scaled down by 2^64, so their sum cannot overflow, even
 // for float64 inputs near the largest double, and a mean overflows only if the true mean does.
-// Scaling by a power of two is exact (for values above 2^-958, about 2.4e-289, below which float64
+// Scaling by a power of two is exact for inputs above 2^-958 (about 2.4e-289; below it float64
 // inputs lose bits there), so it changes no other result.
 constexpr double kCarefulScaleDown = 0x1p-64;
 constexpr double kCarefulScaleUp = 0x1p64;
@@ -408,7 +408,11 @@ struct CarefulWindow {
     if (nans > 0 || (pos_infs > 0 && neg_infs > 0)) return std::numeric_limits<Acc>::quiet_NaN();
     if (pos_infs > 0) return std::numeric_limits<Acc>::infinity();
     if (neg_infs > 0) return -std::numeric_limits<Acc>::infinity();
-    return finite_sum.Get() * inv * Acc(kCarefulScaleUp);  // the mean first: it cannot overflow
+    // Scaled back up before the division where that cannot overflow (so a mean below 2^-958 is
+    // not rounded as a subnormal), after it otherwise (the mean cannot overflow).
+    const Acc sum = finite_sum.Get();
+    return (sum < 0 ? -sum : sum) < Acc(0x1p959) ? sum * Acc(kCarefulScaleUp) * inv
+                                                 : sum * inv * Acc(kCarefulScaleUp);
   }
 };
 
