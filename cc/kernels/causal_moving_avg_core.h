@@ -21,6 +21,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #if defined(__CUDACC__)
 #define CMA_HOST_DEVICE __host__ __device__
@@ -226,6 +227,34 @@ inline void DirectMeans(const T* __restrict__ x, T* __restrict__ y, int64_t t0, 
 }
 
 #if !defined(__CUDA_ARCH__)
+// 1 / (t + 1) for steps t < kReciprocalSteps, computed once per process. With the edge 'partial' a
+// single sequence divides by t + 1 at every step before its window is full, and a float64
+// division costs several products (e.g. [256, 4096, 1] with W = 4096: every output). The values
+// are those a division gives, so the bits are the same.
+constexpr int64_t kReciprocalSteps = 1 << 15;
+template <typename Acc>
+const Acc* StepReciprocals() {
+  static const std::vector<Acc> table = [] {
+    std::vector<Acc> reciprocals(kReciprocalSteps);
+    for (int64_t t = 0; t < kReciprocalSteps; ++t)
+      reciprocals[t] = Acc(1) / static_cast<Acc>(t + 1);
+    return reciprocals;
+  }();
+  return table.data();
+}
+#endif
+
+// 1 / (t + 1), from the table on the host while it reaches.
+template <typename Acc>
+CMA_HOST_DEVICE inline Acc StepReciprocal(int64_t t) {
+#if !defined(__CUDA_ARCH__)
+  if (t < kReciprocalSteps) return StepReciprocals<Acc>()[t];
+#endif
+  return Acc(1) / static_cast<Acc>(t + 1);
+}
+
+#if !defined(__CUDA_ARCH__)
+
 // Host only (a GPU thread would keep the buffers in slow local memory): a single sequence from
 // step t (whose window sum so far, S(t - 1), is *sum) to as close to t1 as whole chunks go; returns
 // where it stopped and leaves S of the step before in *sum. A running sum is bound by its one
@@ -272,18 +301,26 @@ int64_t SingleLaneChunks(const T* __restrict__ x, T* __restrict__ y, int64_t str
       sums[k + 4] = sums[k] + ((d[k] + d[k + 1]) + (d[k + 2] + d[k + 3]));
     }
     T* yt = y + t * stride;
-    // Steps before the window is full divide by t + 1 with the edge 'partial'; t + 1 + k is
-    // formed from an int32 k, so the division vectorises (t + 1 + k is exact in Acc).
+    // Steps before the window is full divide by t + 1 with the edge 'partial': reciprocals from
+    // the table while it reaches, else divided here (t + 1 + k is formed from an int32 k, so the
+    // division vectorises; t + 1 + k is exact in Acc).
     const int32_t partial = edge == Edge::kPartial ? static_cast<int32_t>(filling) : 0;
-    const Acc first_divisor = static_cast<Acc>(t + 1);
-    if (stride == 1) {
+    Acc divided[kChunk];
+    const Acc* partial_inv = divided;
+    if (partial > 0 && t + partial <= kReciprocalSteps) {
+      partial_inv = StepReciprocals<Acc>() + t;
+    } else if (partial > 0) {
+      const Acc first_divisor = static_cast<Acc>(t + 1);
       for (int32_t k = 0; k < partial; ++k) {
-        yt[k] = RoundTo<T>(sums[k + 4] * (Acc(1) / (first_divisor + static_cast<Acc>(k))));
+        divided[k] = Acc(1) / (first_divisor + static_cast<Acc>(k));
       }
+    }
+    if (stride == 1) {
+      for (int32_t k = 0; k < partial; ++k) yt[k] = RoundTo<T>(sums[k + 4] * partial_inv[k]);
       for (int64_t k = partial; k < kChunk; ++k) yt[k] = RoundTo<T>(sums[k + 4] * inv_window);
     } else {
       for (int32_t k = 0; k < partial; ++k) {
-        yt[k * stride] = RoundTo<T>(sums[k + 4] * (Acc(1) / (first_divisor + static_cast<Acc>(k))));
+        yt[k * stride] = RoundTo<T>(sums[k + 4] * partial_inv[k]);
       }
       for (int64_t k = partial; k < kChunk; ++k) {
         yt[k * stride] = RoundTo<T>(sums[k + 4] * inv_window);
@@ -321,7 +358,7 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
   // Steps before the window is full, up to `end`: nothing leaves the window yet.
   const auto fill = [&](int64_t end) {
     for (; t < end; ++t) {
-      const Acc inv = edge == Edge::kPartial ? Acc(1) / static_cast<Acc>(t + 1) : inv_window;
+      const Acc inv = edge == Edge::kPartial ? StepReciprocal<Acc>(t) : inv_window;
       const T* xt = x + t * stride;
       T* yt = y + t * stride;
       for (int64_t l = 0; l < n; ++l) {
