@@ -113,5 +113,5 @@ def test_big_endian_input_gives_the_native_result():
 
 
 def test_masked_array_is_refused():
-    with pytest.raises(TypeError, match="must not be a masked array"):
+    with pytest.raises(TypeError, match="a must not be a masked array"):
         numpy_causal_moving_avg(np.ma.array([1.0, 2.0, 3.0], mask=[0, 1, 0]), 2)

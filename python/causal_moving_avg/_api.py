@@ -44,9 +44,9 @@ def resolve_axis(axis, rank) -> int:
     return int(axis)
 
 
-def check_not_masked(x):
+def check_not_masked(x, name="x"):
     if isinstance(x, np.ma.MaskedArray):
-        raise TypeError("x must not be a masked array: its masked values would be averaged; fill them first")
+        raise TypeError(f"{name} must not be a masked array: its masked values would be averaged (fill them)")
 
 
 def to_input_tensor(x) -> tf.Tensor:
@@ -162,9 +162,15 @@ def xla_composition(x, window, axis, edge):
     if x.dtype == tf.float64:
         # Sums of values near the largest double can overflow where the mean does not: such
         # windows are summed again scaled by 2^-64 (exact above 2^-958; XLA on CPU flushes
-        # subnormals, so the unscaled sums serve everywhere else).
-        rescued = window_sums(values * 2.0**-64) / divisor * 2.0**64
-        mean = tf.where(tf.math.is_finite(mean), mean, rescued)
+        # subnormals, so the unscaled sums serve everywhere else), only when a mean is not finite.
+        unscaled = mean
+        mean = tf.cond(
+            tf.reduce_all(tf.math.is_finite(unscaled)),
+            lambda: unscaled,
+            lambda: tf.where(
+                tf.math.is_finite(unscaled), unscaled, window_sums(values * 2.0**-64) / divisor * 2.0**64
+            ),
+        )
     elif x.dtype != tf.float32:
         mean = round_to_odd_float32(mean)  # XLA converts float64 to 16 bits through float32
     inverse = [perm.index(d) for d in range(rank)]

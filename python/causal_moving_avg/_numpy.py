@@ -17,7 +17,7 @@ def numpy_causal_moving_avg(a, window=3, axis=None, edge="zeros"):
     """
     window = check_window(window)
     edge = check_edge(edge)
-    check_not_masked(a)
+    check_not_masked(a, name="a")
     if not isinstance(a, np.ndarray):
         a = np.asarray(a)
         if a.dtype.kind in "iub":  # a list of Python numbers: NumPy's default float
