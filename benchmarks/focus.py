@@ -1,0 +1,78 @@
+"""One shape, the op against TF's floor, interleaved: for ratios finer than the main job's.
+
+    python benchmarks/focus.py                                  # [256, 4096, 1], W = 1, 3, 1024, 4096
+    python benchmarks/focus.py --shape 1,1000,1 --windows 3,32
+
+The op (both edges) and tf.math.multiply(x, 1.0) take turns in one process: each round times
+every method (median of --calls calls), and a method's figure is its best round, so a slow spell
+of this shared machine hits all methods alike. Eager, and inside tf.function against the multiply
+inside tf.function (the scalar passed as an argument, as in bench.py). Prints microseconds and
+the ratio to the multiply in the same mode.
+"""
+
+import argparse
+import os
+import statistics
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import causal_moving_avg as cma  # noqa: E402
+
+
+def median_seconds(call, calls):
+    for _ in range(5):
+        call()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--shape", default="256,4096,1", help="comma-separated; steps on axis 1")
+    parser.add_argument("--windows", default="1,3,1024,4096", help="comma-separated")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=60)
+    args = parser.parse_args()
+    shape = tuple(int(s) for s in args.shape.split(","))
+    windows = [int(w) for w in args.windows.split(",")]
+    x = tf.constant(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+    one = tf.constant(1.0)
+
+    multiply_in_function = tf.function(lambda a, s: tf.math.multiply(a, s))
+    methods = {
+        ("multiply", "eager"): lambda: tf.math.multiply(x, 1.0),
+        ("multiply", "tf.function"): lambda: multiply_in_function(x, one),
+    }
+    for window in windows:
+        for edge in ("zeros", "partial"):
+            in_function = tf.function(lambda a, w=window, e=edge: cma.causal_moving_avg(a, w, axis=1, edge=e))
+            name = f"op W={window} {edge}"
+            methods[(name, "eager")] = lambda w=window, e=edge: cma.causal_moving_avg(x, w, axis=1, edge=e)
+            methods[(name, "tf.function")] = lambda f=in_function: f(x)
+
+    best = {key: float("inf") for key in methods}
+    for round_index in range(args.rounds):
+        for key, call in methods.items():
+            best[key] = min(best[key], median_seconds(call, args.calls))
+        print(f"round {round_index + 1}/{args.rounds} done", flush=True)
+
+    print(f"shape {list(shape)}, float32; best of {args.rounds} rounds of {args.calls}-call medians")
+    print("| method | mode | us | / multiply |")
+    print("|---|---|---:|---:|")
+    for (name, mode), seconds in best.items():
+        floor = best[("multiply", mode)]
+        print(f"| {name} | {mode} | {seconds * 1e6:.0f} | {seconds / floor:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
