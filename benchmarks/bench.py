@@ -6,8 +6,8 @@
 Every method computes the same causal moving average (edge='zeros') of the same float32 tensor.
 Times are medians of repeated calls; GB/s counts read + write traffic (2 x tensor bytes); ratios
 are against TF's floor (tf.math.multiply(x, 1.0), the cheapest op that reads and writes the
-tensor; in eager mode, and inside tf.function for the tf.function variant) and against the Keras
-Conv1D that the op replaces, all measured in the same run.
+tensor; in eager mode, inside tf.function for the tf.function variants and under XLA for the XLA
+ones) and against the Keras Conv1D that the op replaces, all measured in the same run.
 """
 
 import argparse
@@ -98,30 +98,46 @@ def tf_cumsum_difference(window):
     return run
 
 
+def xla(fn):
+    """fn compiled by XLA, as Keras 3 compiles models on GPUs (and anywhere with jit_compile=True)."""
+    return tf.function(fn, jit_compile=True)
+
+
 def methods_for(x, window, edge):
     """(name, callable) pairs for one input; the peers implement edge='zeros' only."""
     channels = x.shape[2]
-    op_graph = tf.function(lambda t: cma.causal_moving_avg(t, window=window, edge=edge))
+
+    def op(t):
+        return cma.causal_moving_avg(t, window=window, edge=edge)
+
+    op_graph, op_xla = tf.function(op), xla(op)
     # The scalar is an argument: a constant 1.0 would let Grappler remove the multiply altogether.
     multiply_graph = tf.function(lambda t, scale: tf.math.multiply(t, scale))
+    multiply_xla = xla(lambda t, scale: tf.math.multiply(t, scale))
     one = tf.constant(1.0)
     found = [
-        ("causal_moving_avg (eager)", lambda: cma.causal_moving_avg(x, window=window, edge=edge)),
+        ("causal_moving_avg (eager)", lambda: op(x)),
         ("causal_moving_avg (tf.function)", lambda: op_graph(x)),
+        ("causal_moving_avg (XLA)", lambda: op_xla(x)),
         ("tf.math.multiply (floor)", lambda: tf.math.multiply(x, 1.0)),
         ("tf.math.multiply (tf.function floor)", lambda: multiply_graph(x, one)),
+        ("tf.math.multiply (XLA floor)", lambda: multiply_xla(x, one)),
     ]
     host = x.numpy()
     destination = np.empty_like(host)
     found.append(("np.copyto (bandwidth)", lambda: np.copyto(destination, host)))
     if edge != "zeros":
         return found
-    peers = [("tf cumsum difference", tf_cumsum_difference(window))]
+    peers = [
+        ("tf cumsum difference", tf_cumsum_difference(window)),
+        ("tf cumsum difference (XLA)", xla(tf_cumsum_difference(window))),
+    ]
     if window <= MAX_DIRECT_WINDOW:
         peers += [
             ("Keras Conv1D (tf.function)", keras_conv1d(channels, window)),
             ("tf.nn depthwise conv", tf_depthwise_conv(channels, window)),
             ("tf.nn.avg_pool1d", tf_avg_pool(window)),
+            ("tf.nn.avg_pool1d (XLA)", xla(tf_avg_pool(window))),
         ]
     return found + [(name, functools.partial(peer, x)) for name, peer in peers]
 
@@ -216,11 +232,11 @@ def run_case(shape, window, edge, repeats, min_seconds, seed_repeats, numpy_peer
         print(f"  {name:34s} {median * 1e3:10.3f} ms  {traffic / median / 1e9:7.2f} GB/s", flush=True)
     by_name = {r["method"]: r["median_ms"] for r in rows}
     for r in rows:
-        floor = (
-            "tf.math.multiply (tf.function floor)"
-            if "tf.function" in r["method"]
-            else "tf.math.multiply (floor)"
-        )
+        floor = "tf.math.multiply (floor)"
+        if "tf.function" in r["method"]:
+            floor = "tf.math.multiply (tf.function floor)"
+        elif "XLA" in r["method"]:
+            floor = "tf.math.multiply (XLA floor)"
         r["vs_floor"] = r["median_ms"] / by_name[floor]
         r["vs_copy"] = r["median_ms"] / by_name["np.copyto (bandwidth)"]
         conv = by_name.get("Keras Conv1D (tf.function)")

@@ -42,6 +42,27 @@ def main(path=RESULTS):
         print("| " + " | ".join(cells) + " |")
     print()
     print(
+        "| shape | W | edge | op ms (XLA) | op XLA / op eager | op XLA / TF floor, XLA "
+        "| best XLA composite / op XLA |"
+    )
+    print("|---|---:|---|---:|---:|---:|---:|")
+    for (shape, window, edge), ms in cases.items():
+        if "causal_moving_avg (XLA)" not in ms:
+            continue
+        op_xla = ms["causal_moving_avg (XLA)"]
+        composites = [ms[m] for m in ("tf.nn.avg_pool1d (XLA)", "tf cumsum difference (XLA)") if m in ms]
+        cells = [
+            str(list(shape)),
+            str(window),
+            edge,
+            f"{op_xla:.3f}",
+            f"{op_xla / ms['causal_moving_avg (eager)']:.2f}",
+            f"{op_xla / ms['tf.math.multiply (XLA floor)']:.2f}",
+            f"{min(composites) / op_xla:.1f}" if composites else "-",
+        ]
+        print("| " + " | ".join(cells) + " |")
+    print()
+    print(
         "| shape | W | NumPy binding ms | bottleneck move_mean / ours | pandas rolling / ours "
         "| scipy uniform_filter1d / ours |"
     )

@@ -92,15 +92,27 @@ def test_every_architecture_holds_every_kernel_for_every_dtype():
         if match := re.search(r"arch = (sm_\d+)", line):
             arch = match.group(1)
         elif match := re.search(
-            r"Function _ZN17causal_moving_avg\d+(\w+?Kernel)I(f|d|N5Eigen4halfE|N5Eigen8bfloat16E)E", line
+            r"Function _ZN17causal_moving_avg\d+(\w+?Kernel)I(f|d|6__half|13__nv_bfloat16)E", line
         ):
             found.setdefault(arch, set()).add(match.groups())
-    dtypes = {"f", "d", "N5Eigen4halfE", "N5Eigen8bfloat16E"}
+    dtypes = {"f", "d", "6__half", "13__nv_bfloat16"}
     names = {"DirectMeanKernel", "TileSumsKernel", "TileMeansKernel", "RunningMeanUnitsKernel"}
     expected = {(name, dtype) for name in names for dtype in dtypes}
     assert sorted(found) == [a for a in DEFAULT_ARCHITECTURES if a.startswith("sm_")]
     for arch, kernels_found in found.items():
         assert kernels_found == expected, (arch, sorted(expected - kernels_found))
+
+
+@needs_cuda_build
+def test_xla_cuda_handler_compiled_in_and_registered():
+    """Registered with XLA's FFI registry when the library loaded (no GPU needed for that)."""
+    info = causal_moving_avg.build_info()
+    assert sorted(info["xla_platforms"]) == ["CUDA", "Host"]
+    assert info["xla_registration_failures"] == []
+    symbols = subprocess.run(
+        ["nm", "-C", causal_moving_avg.library_path()], capture_output=True, text=True, check=True
+    ).stdout
+    assert "causal_moving_avg::(anonymous namespace)::CudaCall(" in symbols
 
 
 @needs_cuda_build
@@ -158,3 +170,25 @@ def test_gpu_matches_reference(dtype):
         finite = np.isfinite(expected)
         np.testing.assert_array_equal(got[~finite], expected[~finite])  # NaN and Inf in place
         assert np.all(np.abs(got[finite] - expected[finite]) <= rtol * scale[finite]), (shape, window, edge)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [tf.float16, tf.bfloat16, tf.float32, tf.float64])
+def test_jit_compile_on_the_gpu_gives_the_gpu_kernels_bits(dtype):
+    """Under XLA on a GPU, the CUDA handler launches the same kernels as the TF GPU kernel."""
+    x = np.random.randn(3, 3000, 5) * 10
+    x.flat[::997] = np.inf
+    for window, edge in itertools.product([1, 3, 32, 1000, 5000], ["zeros", "partial"]):
+        with tf.device("/GPU:0"):
+            tensor = tf.constant(x, dtype)
+            eager = causal_moving_avg.causal_moving_avg(tensor, window=window, edge=edge)
+            compiled = tf.function(
+                lambda t, w=window, e=edge: causal_moving_avg.causal_moving_avg(t, window=w, edge=e),
+                jit_compile=True,
+            )(tensor)
+        assert "GPU" in compiled.device
+        np.testing.assert_array_equal(
+            tf.cast(compiled, tf.float64).numpy(),
+            tf.cast(eager, tf.float64).numpy(),
+            err_msg=f"{window} {edge}",
+        )

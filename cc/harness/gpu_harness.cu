@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "cc/kernels/causal_moving_avg_core.h"
-#include "cc/kernels/causal_moving_avg_gpu.cu.h"
+#include "cc/kernels/causal_moving_avg_gpu.h"
 
 namespace cma = causal_moving_avg;
 
@@ -42,18 +42,19 @@ namespace {
 struct DtypeInfo {
   const char* name;
   double tolerance;
+  cma::DType dtype;
 };
 template <typename T>
 constexpr DtypeInfo InfoOf() {
   if constexpr (std::is_same_v<T, __half>) {
-    return {"half", 2e-3};
+    return {"half", 2e-3, cma::DType::kFloat16};
   } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return {"bfloat16", 1.6e-2};
+    return {"bfloat16", 1.6e-2, cma::DType::kBfloat16};
   } else if constexpr (std::is_same_v<T, float>) {
-    return {"float", 4e-7};
+    return {"float", 4e-7, cma::DType::kFloat32};
   } else {
     static_assert(std::is_same_v<T, double>, "the harness covers the op's four dtypes");
-    return {"double", 1e-13};
+    return {"double", 1e-13, cma::DType::kFloat64};
   }
 }
 
@@ -98,11 +99,12 @@ std::vector<T> RunGpu(const Case& c, const std::vector<T>& x, unsigned char pois
   CHECK_CUDA(cudaMemset(dy, poison, bytes));
   if (!x.empty()) {
     // The scratch is poisoned too: the kernels must write what they read there.
-    const int64_t scratch_bytes = cma::GpuScratchBytes<T>(c.geometry, c.window, c.kernel);
+    const int64_t scratch_bytes =
+        cma::GpuScratchBytes(InfoOf<T>().dtype, c.geometry, c.window, c.kernel);
     CHECK_CUDA(cudaMalloc(&scratch, scratch_bytes + 1));
     CHECK_CUDA(cudaMemset(scratch, poison, scratch_bytes + 1));
-    CHECK_CUDA(cma::LaunchCausalMovingAvgOnGpu<T>(nullptr, sm_count, c.geometry, c.window, c.edge,
-                                                  dx, dy, scratch, c.kernel));
+    CHECK_CUDA(cma::LaunchOnGpu(InfoOf<T>().dtype, nullptr, sm_count, c.geometry, c.window, c.edge,
+                                dx, dy, scratch, c.kernel));
   }
   CHECK_CUDA(cudaDeviceSynchronize());
   std::vector<T> y(x.size());
@@ -223,15 +225,15 @@ void Benchmark(cma::Geometry g, int64_t window, int sm_count, int repeats, bool 
   void* scratch = nullptr;
   CHECK_CUDA(cudaMalloc(&dx, bytes));
   CHECK_CUDA(cudaMalloc(&dy, bytes));
-  CHECK_CUDA(cudaMalloc(&scratch, cma::GpuScratchBytes<T>(g, window, kernel) + 1));
+  CHECK_CUDA(cudaMalloc(&scratch, cma::GpuScratchBytes(InfoOf<T>().dtype, g, window, kernel) + 1));
   CHECK_CUDA(cudaMemset(dx, 0, bytes));
   if (nan_first) CHECK_CUDA(cudaMemset(dx, 0xFF, sizeof(T)));  // all ones: a NaN
   const float copy_ms = TimeMs(
       [&] { CHECK_CUDA(cudaMemcpyAsync(dy, dx, bytes, cudaMemcpyDeviceToDevice)); }, repeats);
   const float op_ms = TimeMs(
       [&] {
-        CHECK_CUDA(cma::LaunchCausalMovingAvgOnGpu<T>(nullptr, sm_count, g, window,
-                                                      cma::Edge::kZeros, dx, dy, scratch, kernel));
+        CHECK_CUDA(cma::LaunchOnGpu(InfoOf<T>().dtype, nullptr, sm_count, g, window,
+                                    cma::Edge::kZeros, dx, dy, scratch, kernel));
       },
       repeats);
   const double traffic = 2.0 * bytes;

@@ -1,5 +1,11 @@
-// What this binary was built with, readable without TensorFlow (Python reads it with ctypes), so
-// build_info() reports the library actually loaded rather than what the build was asked for.
+// What this binary was built with and what registered when it loaded, readable without
+// TensorFlow (Python reads it with ctypes), so build_info() reports the library actually loaded
+// rather than what the build was asked for.
+#include <string>
+#include <vector>
+
+#include "cc/xla/custom_call.h"
+
 #ifndef CMA_TF_VERSION
 #error "CMA_TF_VERSION must name the TensorFlow version the library is built against"
 #endif
@@ -13,9 +19,39 @@
 #define CMA_CUDA_RUNTIME ""
 #endif
 
+namespace {
+
+std::string JsonString(const std::string& text) {
+  std::string quoted = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      quoted += '\\';
+      quoted += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      quoted += ' ';
+    } else {
+      quoted += c;
+    }
+  }
+  return quoted + "\"";
+}
+
+std::string JsonList(const std::vector<std::string>& items) {
+  std::string list = "[";
+  for (size_t i = 0; i < items.size(); ++i) list += (i ? ", " : "") + JsonString(items[i]);
+  return list + "]";
+}
+
+}  // namespace
+
 extern "C" __attribute__((visibility("default"))) const char* CausalMovingAvgBuildInfo() {
   // Flat JSON; the Python side parses it and turns the architecture list into a list.
-  return "{\"tensorflow_version\": \"" CMA_TF_VERSION "\", \"cuda_version\": \"" CMA_CUDA_VERSION
-         "\", \"cuda_architectures\": \"" CMA_CUDA_ARCHITECTURES
-         "\", \"cuda_runtime\": \"" CMA_CUDA_RUNTIME "\"}";
+  static const std::string info =
+      "{\"tensorflow_version\": \"" CMA_TF_VERSION "\", \"cuda_version\": \"" CMA_CUDA_VERSION
+      "\", \"cuda_architectures\": \"" CMA_CUDA_ARCHITECTURES
+      "\", \"cuda_runtime\": \"" CMA_CUDA_RUNTIME "\", \"xla_platforms\": " +
+      JsonList(causal_moving_avg::XlaRegisteredPlatforms()) +
+      ", \"xla_registration_failures\": " + JsonList(causal_moving_avg::XlaRegistrationFailures()) +
+      "}";
+  return info.c_str();
 }

@@ -23,6 +23,10 @@
 #include <type_traits>
 #include <vector>
 
+#if !defined(__CUDACC__)
+#include <sys/mman.h>
+#endif
+
 #if defined(__CUDACC__)
 #define CMA_HOST_DEVICE __host__ __device__
 #else
@@ -40,12 +44,35 @@ namespace causal_moving_avg {
 
 enum class Edge : int { kZeros = 0, kPartial = 1 };
 
+// The op's dtypes, as the type-erased entry points (GPU launcher, XLA handlers) name them.
+enum class DType : int { kFloat16 = 0, kBfloat16 = 1, kFloat32 = 2, kFloat64 = 3 };
+
+// The edge mode named as the op's attribute gives it; false for any other name.
+inline bool ParseEdge(const char* name, Edge* edge) {
+  if (std::strcmp(name, "zeros") == 0) {
+    *edge = Edge::kZeros;
+  } else if (std::strcmp(name, "partial") == 0) {
+    *edge = Edge::kPartial;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 // The input seen as [outer, steps, inner], row-major.
 struct Geometry {
   int64_t outer;
   int64_t steps;
   int64_t inner;
 };
+
+// The view of a row-major tensor of `rank` dims averaged along `axis` (0 <= axis < rank).
+inline Geometry GeometryOf(const int64_t* dims, int64_t rank, int64_t axis) {
+  Geometry geometry{1, dims[axis], 1};
+  for (int64_t d = 0; d < axis; ++d) geometry.outer *= dims[d];
+  for (int64_t d = axis + 1; d < rank; ++d) geometry.inner *= dims[d];
+  return geometry;
+}
 
 template <typename Acc>
 CMA_HOST_DEVICE inline bool IsFinite(Acc v) {
@@ -583,6 +610,37 @@ CMA_HOST_DEVICE void ComputeUnit(const Plan& plan, const T* x, T* y, int64_t uni
                                  plan.edge);
     }
   }
+}
+
+#if !defined(__CUDACC__)
+// TensorFlow's and XLA's CPU allocators hand large outputs out as fresh pages, and with
+// transparent huge pages in "madvise" mode (the common Linux default) their first touch costs one
+// fault per 4 KiB: about half of a large call on some hosts. NumPy asks for huge pages on large
+// arrays; so do we, for the whole 2 MiB pages inside an output. Only a hint: without THP it does
+// nothing.
+inline void HintHugePages(void* data, int64_t bytes) {
+  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+  if (bytes < static_cast<int64_t>(kHugePage)) return;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHugePage - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+#endif
+
+// How many shards a CPU call cuts its units into for `threads` workers: one per worker, but none
+// below kMinShardElements elements, where handing work to another thread costs more than it saves.
+constexpr int64_t kMinShardElements = int64_t{1} << 15;
+inline int64_t ShardCount(const Plan& plan, int64_t threads) {
+  const Geometry& g = plan.geometry;
+  const int64_t by_size = g.outer * g.steps * g.inner / kMinShardElements;
+  return Max64(1, Min64(Min64(threads, plan.num_units), by_size));
+}
+
+// The units of shard `shard` of `shards`: contiguous, balanced, whatever the thread count.
+inline void ShardUnits(const Plan& plan, int64_t shard, int64_t shards, int64_t* begin,
+                       int64_t* end) {
+  *begin = plan.num_units * shard / shards;
+  *end = plan.num_units * (shard + 1) / shards;
 }
 
 // Host code is compiled twice, for AVX2 and for the baseline, and the loader picks one per CPU:

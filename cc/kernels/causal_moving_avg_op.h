@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "cc/kernels/causal_moving_avg_core.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor.h"
@@ -28,6 +30,47 @@ inline absl::Status CheckRankAndAxis(int64_t rank, int64_t axis) {
   return absl::OkStatus();
 }
 
+// The type-erased name of each TF dtype the op takes.
+template <typename T>
+constexpr DType DTypeOf() {
+  if constexpr (std::is_same_v<T, Eigen::half>) {
+    return DType::kFloat16;
+  } else if constexpr (std::is_same_v<T, Eigen::bfloat16>) {
+    return DType::kBfloat16;
+  } else if constexpr (std::is_same_v<T, float>) {
+    return DType::kFloat32;
+  } else {
+    static_assert(std::is_same_v<T, double>, "the op takes half, bfloat16, float and double");
+    return DType::kFloat64;
+  }
+}
+
+// Reads the attributes every kernel (TF's and XLA's) takes, with a clear error for bad ones.
+inline absl::Status ReadAttributes(const ::tensorflow::OpKernelConstruction* ctx, int64_t* window,
+                                   int64_t* axis, Edge* edge) {
+  TF_RETURN_IF_ERROR(ctx->GetAttr("window", window));
+  TF_RETURN_IF_ERROR(ctx->GetAttr("axis", axis));
+  std::string edge_name;
+  TF_RETURN_IF_ERROR(ctx->GetAttr("edge", &edge_name));
+  if (*window < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CausalMovingAvg: window must be >= 1, got ", *window));
+  }
+  if (!ParseEdge(edge_name.c_str(), edge)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CausalMovingAvg: edge must be 'zeros' or 'partial', got '", edge_name, "'"));
+  }
+  return absl::OkStatus();
+}
+
+// The [outer, steps, inner] view of a shape of known rank, after checking rank and axis.
+inline absl::Status ViewOf(absl::Span<const int64_t> dims, int64_t axis, Geometry* geometry) {
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  TF_RETURN_IF_ERROR(CheckRankAndAxis(rank, axis));
+  *geometry = GeometryOf(dims.data(), rank, axis < 0 ? axis + rank : axis);
+  return absl::OkStatus();
+}
+
 // Computes the op for a non-empty input on one device; defined per device.
 template <typename Device, typename T>
 struct LaunchCausalMovingAvg {
@@ -39,22 +82,13 @@ template <typename Device, typename T>
 class CausalMovingAvgOp : public ::tensorflow::OpKernel {
  public:
   explicit CausalMovingAvgOp(::tensorflow::OpKernelConstruction* ctx) : OpKernel(ctx) {
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("window", &window_));
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("axis", &axis_));
-    std::string edge;
-    OP_REQUIRES_OK(ctx, ctx->GetAttr("edge", &edge));
-    edge_ = edge == "partial" ? Edge::kPartial : Edge::kZeros;  // the op's attr allows only these
+    OP_REQUIRES_OK(ctx, ReadAttributes(ctx, &window_, &axis_, &edge_));
   }
 
   void Compute(::tensorflow::OpKernelContext* ctx) override {
     const ::tensorflow::Tensor& x = ctx->input(0);
-    const int64_t rank = x.dims();
-    OP_REQUIRES_OK(ctx, CheckRankAndAxis(rank, axis_));
-    const int64_t axis = axis_ < 0 ? axis_ + rank : axis_;
-    Geometry geometry{1, x.dim_size(axis), 1};
-    for (int64_t d = 0; d < axis; ++d) geometry.outer *= x.dim_size(d);
-    for (int64_t d = axis + 1; d < rank; ++d) geometry.inner *= x.dim_size(d);
-
+    Geometry geometry;
+    OP_REQUIRES_OK(ctx, ViewOf(x.shape().dim_sizes(), axis_, &geometry));
     ::tensorflow::Tensor* y = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &y));
     if (x.NumElements() == 0) return;

@@ -1,8 +1,6 @@
 // The CPU kernel: shards the core's independent units over TensorFlow's intra-op thread pool.
 #define EIGEN_USE_THREADS
 
-#include <sys/mman.h>
-
 #include <cstdint>
 
 #include "cc/kernels/causal_moving_avg_core.h"
@@ -13,18 +11,6 @@
 namespace causal_moving_avg {
 
 using CPUDevice = Eigen::ThreadPoolDevice;
-
-// TensorFlow's CPU allocator hands large outputs out as fresh pages, and with transparent huge
-// pages in "madvise" mode (the common Linux default) their first touch costs one fault per 4 KiB:
-// about half of a large call here. NumPy asks for huge pages on large arrays; so do we, for the
-// whole 2 MiB pages inside our output. Only a hint: without THP it does nothing.
-void HintHugePages(void* data, int64_t bytes) {
-  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
-  if (bytes < static_cast<int64_t>(kHugePage)) return;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHugePage - 1) & ~(kHugePage - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHugePage - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-}
 
 template <typename T>
 struct LaunchCausalMovingAvg<CPUDevice, T> {

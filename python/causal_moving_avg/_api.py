@@ -4,8 +4,6 @@ import numbers
 
 import numpy as np
 import tensorflow as tf
-from tensorflow.compiler.tf2xla.python import xla as tf2xla
-from tensorflow.python.ops import control_flow_util
 
 from causal_moving_avg._loader import ops
 
@@ -89,102 +87,11 @@ def causal_moving_avg(x, window=3, axis=None, edge="zeros", name=None):
 
     Returns:
       A tensor of the same shape and dtype as `x`. A constant to autodiff, like
-      ``tf.stop_gradient``: no gradient flows back through it.
+      ``tf.stop_gradient``: no gradient flows back through it. The same compiled kernels run
+      eagerly, in ``tf.function`` and under XLA (``jit_compile=True``), with the same results.
     """
     window = check_window(window)
     edge = check_edge(edge)
     x = to_input_tensor(x)
     axis = resolve_axis(axis, x.shape.rank)
-    if not tf.executing_eagerly() and in_xla_context():
-        with tf.name_scope(name or "CausalMovingAvgXla"):
-            return xla_composition(x, window, axis, edge)
     return ops.causal_moving_avg(x, window=window, axis=axis, edge=edge, name=name)
-
-
-def in_xla_context() -> bool:
-    """True while tracing for XLA (tf.function(jit_compile=True), Keras jit_compile=True), where
-    a custom kernel cannot run."""
-    return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
-
-
-def xla_composition(x, window, axis, edge):
-    """The op as XLA-compilable TensorFlow ops, for use inside XLA-compiled functions.
-
-    Every window sum adds inputs only, never takes a difference of prefix sums: block sums of
-    2^j steps come from doubling, B_j(t) = B_{j-1}(t) + B_{j-1}(t - 2^(j-1)), and a window of W
-    steps adds the blocks of W's binary digits, one after another. So, as with direct summation,
-    a NaN/Inf or a huge value affects exactly the windows that hold it (+Inf meeting -Inf gives
-    NaN), and rounding is that of a pairwise float64 sum of the window's own values, whatever the
-    sequence's length. O(log W) passes. A constant to autodiff.
-    """
-    if x.shape.rank is None:
-        raise ValueError("inside XLA, x needs a known rank")
-    rank = x.shape.rank
-    axis %= rank
-    perm = [d for d in range(rank) if d != axis] + [axis]  # the steps axis last
-    values = tf.transpose(tf.cast(tf.stop_gradient(x), tf.float64), perm)
-    steps = tf.shape(values)[-1]
-    # A window longer than the sequence sums the same inputs as one exactly as long.
-    static_steps = values.shape[-1]
-    summed_window = window if static_steps is None else max(1, min(window, static_steps))
-
-    def delayed(series, shift):
-        """series[t - shift], zeros before the start."""
-        if static_steps is not None:  # static sizes: XLA fuses the pad into the sums that read it
-            shift = min(shift, static_steps)
-            padding = [[0, 0]] * (rank - 1) + [[shift, 0]]
-            return tf.pad(series[..., : static_steps - shift], padding)
-        shift = tf.cast(tf.minimum(tf.constant(shift, tf.int64), tf.cast(steps, tf.int64)), tf.int32)
-        return tf.concat([tf.zeros_like(series[..., :shift]), series[..., : steps - shift]], axis=-1)
-
-    def window_sums(series):
-        block, block_steps = series, 1  # B_j and 2^j
-        total, summed_steps = None, 0  # the sum so far covers steps t - summed_steps + 1 .. t
-        remaining = summed_window
-        while True:
-            if remaining & 1:
-                part = delayed(block, summed_steps) if summed_steps else block
-                total = part if total is None else total + part
-                summed_steps += block_steps
-            remaining >>= 1
-            if not remaining:
-                return total
-            # A barrier keeps XLA from fusing the doublings into loops that recompute block sums
-            # from the inputs (XLA on CPU, W = 1024 on [32, 1024, 16]: 38 ms without, 22 with).
-            (block,) = tf2xla.optimization_barrier(block + delayed(block, block_steps))
-            block_steps *= 2
-
-    if edge == "partial":
-        divisor = tf.cast(tf.minimum(tf.range(1, steps + 1, dtype=tf.int64), window), tf.float64)
-    else:
-        divisor = tf.cast(tf.fill([steps], tf.constant(window, tf.int64)), tf.float64)
-    mean = window_sums(values) / divisor
-    if x.dtype == tf.float64:
-        # Sums of values near the largest double can overflow where the mean does not: such
-        # windows are summed again scaled by 2^-64 (exact above 2^-958; XLA on CPU flushes
-        # subnormals, so the unscaled sums serve everywhere else), only when a mean is not finite.
-        unscaled = mean
-        mean = tf.cond(
-            tf.reduce_all(tf.math.is_finite(unscaled)),
-            lambda: unscaled,
-            lambda: tf.where(
-                tf.math.is_finite(unscaled), unscaled, window_sums(values * 2.0**-64) / divisor * 2.0**64
-            ),
-        )
-    elif x.dtype != tf.float32:
-        mean = round_to_odd_float32(mean)  # XLA converts float64 to 16 bits through float32
-    inverse = [perm.index(d) for d in range(rank)]
-    return tf.cast(tf.transpose(mean, inverse), x.dtype)
-
-
-def round_to_odd_float32(values):
-    """float64 values as float32 rounded to odd (truncated toward zero, the last bit set when
-    anything was cut off): a cast of that to a 16-bit type rounds as one cast of the float64 would,
-    where a cast through float32 rounded to nearest would round twice."""
-    nearest = tf.cast(values, tf.float32)
-    widened = tf.cast(nearest, tf.float64)
-    bits = tf.bitcast(nearest, tf.int32)
-    bits -= tf.cast(tf.abs(widened) > tf.abs(values), tf.int32)  # rounded away from zero: step back
-    inexact = (widened != values) & (values == values)
-    bits = tf.where(inexact, tf.bitwise.bitwise_or(bits, 1), bits)
-    return tf.bitcast(bits, tf.float32)

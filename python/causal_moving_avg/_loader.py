@@ -3,6 +3,7 @@
 import ctypes
 import json
 import os
+import warnings
 
 import tensorflow as tf
 
@@ -40,6 +41,13 @@ def _load_library():
             f"TensorFlow {tf.__version__} is installed; the C++ ABI differs between releases. "
             "Rebuild: `pip install --no-build-isolation --force-reinstall .`"
         )
+    for failure in info["xla_registration_failures"]:
+        warnings.warn(
+            f"causal_moving_avg: the XLA handler for {failure}; the op runs eagerly and in "
+            "tf.function, but fails to compile under jit_compile on that platform",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     return module, info
 
 
@@ -63,7 +71,9 @@ def build_info() -> dict:
 
     Keys: ``cuda`` (GPU kernels compiled in), ``cuda_version``, ``cuda_architectures`` (list such
     as ``"sm_90"`` for real code and ``"compute_90"`` for PTX), ``cuda_runtime`` (how the CUDA
-    runtime is linked) and ``tensorflow_version`` (the TensorFlow the library was built against).
+    runtime is linked), ``tensorflow_version`` (the TensorFlow the library was built against),
+    ``xla_platforms`` (the XLA platforms whose handler registered when the library loaded:
+    ``"Host"``, and ``"CUDA"`` with the GPU kernels) and ``xla_registration_failures``.
     """
     architectures = [a for a in _BUILD_INFO["cuda_architectures"].split(",") if a]
     return {
@@ -72,4 +82,6 @@ def build_info() -> dict:
         "cuda_architectures": architectures,
         "cuda_runtime": _BUILD_INFO["cuda_runtime"] or None,
         "tensorflow_version": _BUILD_INFO["tensorflow_version"],
+        "xla_platforms": list(_BUILD_INFO["xla_platforms"]),
+        "xla_registration_failures": list(_BUILD_INFO["xla_registration_failures"]),
     }

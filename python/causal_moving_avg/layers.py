@@ -11,8 +11,8 @@ class CausalMovingAverage(keras.layers.Layer):
 
     Same as a frozen ``Conv1D(kernel_size=window, padding='causal', use_bias=False)`` with every
     weight ``1/window`` applied to each channel, with no weights and no gradient (a constant to
-    autodiff). Computes in the layer's compute dtype, so mixed-precision policies apply. Works
-    inside XLA-compiled models (``jit_compile=True``) through an equivalent TF composition.
+    autodiff). Computes in the layer's compute dtype, so mixed-precision policies apply. Inside
+    XLA-compiled models (``jit_compile=True``, Keras's default on GPUs) the op's own kernels run.
     """
 
     def __init__(self, window=3, axis=1, edge="zeros", **kwargs):

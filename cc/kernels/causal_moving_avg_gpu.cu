@@ -1,56 +1,20 @@
-// The CUDA kernels of CausalMovingAvg and their launcher, free of TensorFlow: the TF GPU kernel
-// and the standalone GPU harness (cc/harness/) call the same LaunchCausalMovingAvgOnGpu.
-#ifndef CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_GPU_CU_H_
-#define CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_GPU_CU_H_
-
+// The CUDA kernels of CausalMovingAvg and their launcher: device code only, free of TensorFlow.
+// Every caller (the TF GPU kernel, the XLA CUDA handler, the harness) enters through LaunchOnGpu
+// (causal_moving_avg_gpu.h). 16-bit inputs run as CUDA's own half types, which have the same
+// layout as Eigen's and NumPy's.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 #include "cc/kernels/causal_moving_avg_core.h"
+#include "cc/kernels/causal_moving_avg_gpu.h"
 #include "cc/kernels/causal_moving_avg_tile_scan.h"
 
 namespace causal_moving_avg {
 
 constexpr int kGpuThreadsPerBlock = 256;
-
-// Which kernel a shape runs. One thread per lane coalesces only when a warp's lanes are
-// contiguous (inner >= 32): such wide layouts run the core's blocked running sums. Narrow ones sum
-// short windows directly (each output reads its W inputs, coalesced across the warp, the overlap
-// served from L1/L2) and longer ones by tile scans (causal_moving_avg_tile_scan.h).
-// kAuto means ChooseGpuKernel's choice; the harness forces the others to compare them.
-// kGpuDirectMaxWindow comes from that comparison on an H200 (float32, 2^28 elements, inner 1 and
-// 8): direct sums were faster up to W = 16, the tile scan from W = 32.
-enum class GpuKernel { kAuto, kDirect, kTileScan, kRunning };
-constexpr int64_t kGpuDirectMaxWindow = 16;
-inline GpuKernel ChooseGpuKernel(Geometry geometry, int64_t window) {
-  if (geometry.inner >= kTileMaxInner) return GpuKernel::kRunning;
-  return window <= kGpuDirectMaxWindow ? GpuKernel::kDirect : GpuKernel::kTileScan;
-}
-inline GpuKernel ResolveGpuKernel(GpuKernel kernel, Geometry geometry, int64_t window) {
-  return kernel == GpuKernel::kAuto ? ChooseGpuKernel(geometry, window) : kernel;
-}
-
-inline const char* GpuKernelName(GpuKernel kernel) {
-  switch (kernel) {
-    case GpuKernel::kDirect:
-      return "direct";
-    case GpuKernel::kTileScan:
-      return "tile-scan";
-    case GpuKernel::kRunning:
-      return "running";
-    default:
-      return "auto";
-  }
-}
-
-// Device memory the launch needs besides x and y (the tile sums of long windows), in bytes.
-template <typename T>
-int64_t GpuScratchBytes(Geometry geometry, int64_t window, GpuKernel kernel = GpuKernel::kAuto) {
-  if (ResolveGpuKernel(kernel, geometry, window) != GpuKernel::kTileScan) return 0;
-  using Sum = SumOf<T>;
-  return TileSumsBytes<Sum>(MakeTileScanPlan<Sum>(geometry, window, Edge::kZeros));
-}
 
 // Direct summation, kDirectOutputsPerThread outputs per thread and round of a grid-stride loop;
 // see DirectMeansOfThread.
@@ -116,14 +80,11 @@ inline unsigned GridSize(int64_t work_items, int sm_count) {
   return static_cast<unsigned>(Max64(1, Min64(wanted, resident)));
 }
 
-// Enqueues the op on `stream` for a non-empty input (device pointers) and returns the launch
-// status. `sm_count` is the device's multiprocessor count; `scratch` holds at least
-// GpuScratchBytes<T>(geometry, window, kernel) bytes of device memory (may be null when that is
-// 0). Any kernel computes any shape, except the tile scan, which needs inner < kTileMaxInner.
+namespace {
+
 template <typename T>
-cudaError_t LaunchCausalMovingAvgOnGpu(cudaStream_t stream, int sm_count, Geometry geometry,
-                                       int64_t window, Edge edge, const T* x, T* y, void* scratch,
-                                       GpuKernel kernel = GpuKernel::kAuto) {
+cudaError_t Launch(cudaStream_t stream, int sm_count, Geometry geometry, int64_t window, Edge edge,
+                   const T* x, T* y, void* scratch, GpuKernel kernel) {
   switch (ResolveGpuKernel(kernel, geometry, window)) {
     case GpuKernel::kDirect: {
       const int64_t count = geometry.outer * geometry.steps * geometry.inner;
@@ -155,6 +116,26 @@ cudaError_t LaunchCausalMovingAvgOnGpu(cudaStream_t stream, int sm_count, Geomet
   return cudaGetLastError();
 }
 
-}  // namespace causal_moving_avg
+}  // namespace
 
-#endif  // CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_GPU_CU_H_
+cudaError_t LaunchOnGpu(DType dtype, cudaStream_t stream, int sm_count, Geometry geometry,
+                        int64_t window, Edge edge, const void* x, void* y, void* scratch,
+                        GpuKernel kernel) {
+  switch (dtype) {
+    case DType::kFloat16:
+      return Launch(stream, sm_count, geometry, window, edge, static_cast<const __half*>(x),
+                    static_cast<__half*>(y), scratch, kernel);
+    case DType::kBfloat16:
+      return Launch(stream, sm_count, geometry, window, edge, static_cast<const __nv_bfloat16*>(x),
+                    static_cast<__nv_bfloat16*>(y), scratch, kernel);
+    case DType::kFloat32:
+      return Launch(stream, sm_count, geometry, window, edge, static_cast<const float*>(x),
+                    static_cast<float*>(y), scratch, kernel);
+    case DType::kFloat64:
+      return Launch(stream, sm_count, geometry, window, edge, static_cast<const double*>(x),
+                    static_cast<double*>(y), scratch, kernel);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace causal_moving_avg

@@ -1,8 +1,9 @@
-// The GPU kernel: launches the shared CUDA kernels on TensorFlow's stream for the op.
+// The TF GPU kernel: host code that allocates the scratch and launches the CUDA kernels
+// (causal_moving_avg_gpu.cu) on TensorFlow's stream for the op.
 #define EIGEN_USE_GPU
 
 #include "absl/strings/str_cat.h"
-#include "cc/kernels/causal_moving_avg_gpu.cu.h"
+#include "cc/kernels/causal_moving_avg_gpu.h"
 #include "cc/kernels/causal_moving_avg_op.h"
 #include "tensorflow/core/framework/register_types.h"
 #include "unsupported/Eigen/CXX11/Tensor"
@@ -16,15 +17,16 @@ struct LaunchCausalMovingAvg<GPUDevice, T> {
   absl::Status operator()(::tensorflow::OpKernelContext* ctx, Geometry geometry, int64_t window,
                           Edge edge, const T* x, T* y) {
     const GPUDevice& device = ctx->eigen_device<GPUDevice>();
+    constexpr DType dtype = DTypeOf<T>();
     ::tensorflow::Tensor scratch;
-    const int64_t scratch_bytes = GpuScratchBytes<T>(geometry, window);
+    const int64_t scratch_bytes = GpuScratchBytes(dtype, geometry, window);
     if (scratch_bytes > 0) {
       TF_RETURN_IF_ERROR(ctx->allocate_temp(::tensorflow::DT_UINT8,
                                             ::tensorflow::TensorShape({scratch_bytes}), &scratch));
     }
-    const cudaError_t status = LaunchCausalMovingAvgOnGpu<T>(
-        device.stream(), device.getNumGpuMultiProcessors(), geometry, window, edge, x, y,
-        scratch_bytes > 0 ? scratch.flat<uint8_t>().data() : nullptr);
+    const cudaError_t status =
+        LaunchOnGpu(dtype, device.stream(), device.getNumGpuMultiProcessors(), geometry, window,
+                    edge, x, y, scratch_bytes > 0 ? scratch.flat<uint8_t>().data() : nullptr);
     if (status != cudaSuccess) {
       return absl::InternalError(
           absl::StrCat("CausalMovingAvg: CUDA kernel launch failed: ", cudaGetErrorString(status)));
