@@ -15,9 +15,7 @@ import functools
 import json
 import os
 import platform
-import statistics
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -26,6 +24,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import causal_moving_avg as cma  # noqa: E402
+from timing import host, time_call  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # Methods whose work grows with W (direct convolutions) run only up to this window.
@@ -59,8 +58,9 @@ def keras_conv1d(channels, window):
     return tf.function(lambda x: layer(x))
 
 
-def seed_keras_predict(x, window):
-    """The seed's approach (../shared/seed/): build a Keras model and call predict, per call."""
+def keras_model_predict(x, window):
+    """What users often do today: build a Keras model around the frozen Conv1D and call predict,
+    per call."""
     import keras
 
     steps, channels = x.shape[1], x.shape[2]
@@ -123,9 +123,9 @@ def methods_for(x, window, edge):
         ("tf.math.multiply (tf.function floor)", lambda: multiply_graph(x, one)),
         ("tf.math.multiply (XLA floor)", lambda: multiply_xla(x, one)),
     ]
-    host = x.numpy()
-    destination = np.empty_like(host)
-    found.append(("np.copyto (bandwidth)", lambda: np.copyto(destination, host)))
+    array = x.numpy()
+    destination = np.empty_like(array)
+    found.append(("np.copyto (bandwidth)", lambda: np.copyto(destination, array)))
     if edge != "zeros":
         return found
     peers = [
@@ -185,39 +185,19 @@ def numpy_methods_for(host, window):
     return [(name, fn) for name, _, fn in methods]
 
 
-def time_call(fn, repeats, min_seconds, max_seconds=3.0):
-    """Median seconds of one call, after a warm-up (tracing, allocation). At least `repeats` calls
-    and `min_seconds`, except that slow methods stop after about `max_seconds` (5 calls minimum)."""
-    begin = time.perf_counter()
-    result = fn()
-    if hasattr(result, "numpy"):
-        result.numpy()
-    first = time.perf_counter() - begin
-    repeats = max(min(repeats, 5), min(repeats, int(max_seconds / max(first, 1e-9))))
-    samples = []
-    start = time.perf_counter()
-    while len(samples) < repeats or (
-        time.perf_counter() - start < min_seconds and len(samples) < 20 * repeats
-    ):
-        begin = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - begin)
-    return statistics.median(samples), len(samples)
-
-
-def run_case(shape, window, edge, repeats, min_seconds, seed_repeats, numpy_peers=False):
+def run_case(shape, window, edge, repeats, min_seconds, per_call_repeats, numpy_peers=False):
     x = tf.constant(np.random.default_rng(0).standard_normal(shape, np.float32))
     traffic = 2 * x.numpy().nbytes
     rows = []
     cases = methods_for(x, window, edge)
     if numpy_peers:
         cases += numpy_methods_for(x.numpy(), window)
-    if edge == "zeros" and seed_repeats and np.prod(shape) <= 2**20 and window <= MAX_DIRECT_WINDOW:
+    if edge == "zeros" and per_call_repeats and np.prod(shape) <= 2**20 and window <= MAX_DIRECT_WINDOW:
         host = x.numpy()
-        cases.append(("seed: Keras model + predict", lambda: seed_keras_predict(host, window)))
+        cases.append(("Keras model + predict per call", lambda: keras_model_predict(host, window)))
     for name, fn in cases:
-        reps = seed_repeats if name.startswith("seed") else repeats
-        median, count = time_call(fn, reps, 0 if name.startswith("seed") else min_seconds)
+        reps = per_call_repeats if name.startswith("Keras model") else repeats
+        median, count = time_call(fn, reps, 0 if name.startswith("Keras model") else min_seconds)
         rows.append(
             {
                 "shape": list(shape),
@@ -296,28 +276,27 @@ def main(argv=None):
     if args.quick:
         shapes, windows, edges = [(8, 4096, 8), (1, 100_000, 1), (1, 1000, 1)], [3, 1024], ["zeros"]
         numpy_windows = [3]
-        sweep_batches, repeats, min_seconds, seed_repeats = [1, 8], 5, 0.05, 1
+        sweep_batches, repeats, min_seconds, per_call_repeats = [1, 8], 5, 0.05, 1
     else:
         shapes = [(64, 16384, 8), (1, 10_000_000, 1), (256, 4096, 1), (1, 1000, 1)]
         windows, edges = [3, 32, 1024, 4096], ["zeros", "partial"]
         numpy_windows = [3, 1024]
-        sweep_batches, repeats, min_seconds, seed_repeats = [1, 4, 16, 64, 256], 15, 0.3, 5
+        sweep_batches, repeats, min_seconds, per_call_repeats = [1, 4, 16, 64, 256], 15, 0.3, 5
 
     cases = [(s, w, e) for s in shapes for w in windows for e in edges]
     rows = []
     for index, (shape, window, edge) in enumerate(cases, 1):
         print(f"[{index}/{len(cases)}] shape={list(shape)} window={window} edge={edge}", flush=True)
         numpy_peers = edge == "zeros" and window in numpy_windows and np.prod(shape) > 10_000
-        rows += run_case(shape, window, edge, repeats, min_seconds, seed_repeats, numpy_peers)
+        rows += run_case(shape, window, edge, repeats, min_seconds, per_call_repeats, numpy_peers)
     sweep = []
     for index, batch in enumerate(sweep_batches, 1):
         print(f"[sweep {index}/{len(sweep_batches)}] shape=[{batch}, 4096, 8] window=3", flush=True)
         sweep += run_case((batch, 4096, 8), 3, "zeros", repeats, min_seconds, 0)
 
     machine = {
-        "processor": platform.processor(),
+        **host(),
         "machine": platform.machine(),
-        "cpus": os.cpu_count(),
         "python": platform.python_version(),
         "tensorflow": tf.__version__,
         "numpy": np.__version__,

@@ -12,8 +12,6 @@ the ratio to the multiply in the same mode.
 
 import argparse
 import os
-import statistics
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -21,17 +19,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import causal_moving_avg as cma  # noqa: E402
-
-
-def median_seconds(call, calls):
-    for _ in range(5):
-        call()
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from timing import host, time_call  # noqa: E402
 
 
 def main():
@@ -63,9 +51,10 @@ def main():
     best = {key: float("inf") for key in methods}
     for round_index in range(args.rounds):
         for key, call in methods.items():
-            best[key] = min(best[key], median_seconds(call, args.calls))
+            best[key] = min(best[key], time_call(call, args.calls, max_seconds=float("inf"))[0])
         print(f"round {round_index + 1}/{args.rounds} done", flush=True)
 
+    print(f"host: {host()}")
     print(f"shape {list(shape)}, float32; best of {args.rounds} rounds of {args.calls}-call medians")
     print("| method | mode | us | / multiply |")
     print("|---|---|---:|---:|")

@@ -19,7 +19,7 @@ def main(path=RESULTS):
 
     print(
         "| shape | W | edge | op ms (eager) | op / TF floor, eager | op / TF floor, tf.function "
-        "| Keras Conv1D / op | best TF composite / op | seed predict / op |"
+        "| Keras Conv1D / op | best TF composite / op | model + predict per call / op |"
     )
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
     for (shape, window, edge), ms in cases.items():
@@ -27,7 +27,7 @@ def main(path=RESULTS):
         composites = [
             ms[m] for m in ("tf.nn depthwise conv", "tf.nn.avg_pool1d", "tf cumsum difference") if m in ms
         ]
-        conv, seed = ms.get("Keras Conv1D (tf.function)"), ms.get("seed: Keras model + predict")
+        conv, per_call = ms.get("Keras Conv1D (tf.function)"), ms.get("Keras model + predict per call")
         cells = [
             str(list(shape)),
             str(window),
@@ -37,7 +37,7 @@ def main(path=RESULTS):
             f"{graph / ms['tf.math.multiply (tf.function floor)']:.2f}",
             f"{conv / eager:.1f}" if conv else "-",
             f"{min(composites) / eager:.1f}" if composites else "-",
-            f"{seed / eager:.0f}" if seed else "-",
+            f"{per_call / eager:.0f}" if per_call else "-",
         ]
         print("| " + " | ".join(cells) + " |")
     print()

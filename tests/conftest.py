@@ -8,6 +8,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
 
+from causal_moving_avg import _numpy_core  # noqa: E402  (no TensorFlow: just the core's lists)
+
 # CI replays the same examples every run (a red CI must be reproducible); elsewhere each run
 # explores new ones.
 settings.register_profile("ci", derandomize=True)
@@ -19,9 +21,10 @@ def reference_moving_avg(x, window, axis, edge="zeros"):
     """The definition, written plainly in float64: the sum of each window over its divisor."""
     x = np.moveaxis(np.asarray(x, dtype=np.float64), axis, -1)
     y = np.empty_like(x)
+    divisors = {"zeros": lambda t, start: window, "partial": lambda t, start: t - start + 1}
     for t in range(x.shape[-1]):  # Inf - Inf and NaN propagate as in any direct sum
         start = max(0, t - window + 1)
-        divisor = window if edge == "zeros" else t - start + 1
+        divisor = divisors[edge](t, start)
         with np.errstate(invalid="ignore"):
             y[..., t] = x[..., start : t + 1].sum(axis=-1) / divisor
     return np.moveaxis(y, -1, axis)
@@ -35,7 +38,7 @@ def reference_by_prefix_sums(x, window, axis, edge="zeros"):
     steps = x.shape[-1]
     ends = np.arange(1, steps + 1)
     starts = np.maximum(ends - window, 0)
-    divisor = np.full(steps, window) if edge == "zeros" else ends - starts
+    divisor = {"zeros": np.full(steps, window), "partial": ends - starts}[edge]
     y = (prefix[..., ends] - prefix[..., starts]) / divisor
     return np.moveaxis(y.astype(np.float64), -1, axis)
 
@@ -57,8 +60,24 @@ def keras_conv1d_moving_avg(x, window):
     return np.moveaxis(y.reshape(batch, channels, steps), 1, 2)
 
 
-# Relative tolerance per dtype: one rounding of the result, plus the accumulator's error.
-RTOL = {np.float64: 1e-12, np.float32: 2e-7, np.float16: 1e-3, "bfloat16": 8e-3}
+# The edge modes and dtypes the build offers (the core's own lists, exported by the NumPy
+# binding): tests cover every one, and the references above refuse a mode they do not know.
+EDGES = _numpy_core.EDGES
+DTYPE_NAMES = _numpy_core.DTYPES
+# How the CPU cuts the work (segment elements, chunk steps, ...), for tests aimed at its edges.
+CPU_PLAN = _numpy_core.CPU_PLAN
+
+# Allowed error per dtype, relative to the window's magnitude (the mean of |x| over the window):
+# one rounding of the result, plus the float64 accumulator's error. The one table of the tests.
+_RTOL = {"float16": 1e-3, "bfloat16": 8e-3, "float32": 2e-7, "float64": 1e-12}
+
+
+def rtol(dtype):
+    """The tolerance for a NumPy, ml_dtypes or TensorFlow dtype, or a dtype's name."""
+    name = dtype if isinstance(dtype, str) else getattr(dtype, "name", None)
+    if not isinstance(name, str) or name not in _RTOL:
+        name = np.dtype(dtype).name
+    return _RTOL[name]
 
 
 @pytest.fixture(autouse=True)

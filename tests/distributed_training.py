@@ -5,8 +5,8 @@
     python distributed_training.py fit_single    # one device, model.fit (the reference for mirrored)
     TF_CONFIG=... python distributed_training.py multiworker   # one worker of a MultiWorkerMirroredStrategy
 
-Prints the per-step losses as JSON on its last line. MultiWorkerMirroredStrategy uses a custom
-loop: Keras 3.15's fit fails under it for any model (../shared/field-notes.md).
+Prints the per-step losses as JSON on its last line. MultiWorkerMirroredStrategy runs a custom
+training loop (strategy.run over experimental_distribute_dataset), not Keras's fit.
 """
 
 import json

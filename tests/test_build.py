@@ -8,6 +8,7 @@ import tensorflow as tf
 from tensorflow.python.framework import kernels
 
 import causal_moving_avg
+from conftest import DTYPE_NAMES
 
 
 def test_library_path_loads_on_its_own_without_the_package():
@@ -27,13 +28,7 @@ def test_cpu_kernels_registered_for_all_four_dtypes():
     cpu_types = {
         k.constraint[0].allowed_values.list.type[0] for k in registered.kernel if k.device_type == "CPU"
     }
-    expected = {
-        tf.float16.as_datatype_enum,
-        tf.bfloat16.as_datatype_enum,
-        tf.float32.as_datatype_enum,
-        tf.float64.as_datatype_enum,
-    }
-    assert cpu_types == expected
+    assert cpu_types == {tf.as_dtype(name).as_datatype_enum for name in DTYPE_NAMES}
 
 
 def test_build_info_names_the_tensorflow_it_was_built_for():

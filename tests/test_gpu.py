@@ -14,14 +14,13 @@ import tensorflow as tf
 from tensorflow.python.framework import kernels
 
 import causal_moving_avg
-from conftest import reference_moving_avg
+from conftest import DTYPE_NAMES, EDGES, reference_moving_avg, rtol
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD_DIR = Path(os.environ.get("CMA_BUILD_DIR", ROOT / "build"))
 NVCC_PRESENT = bool(
     os.environ.get("CUDACXX") or shutil.which("nvcc") or Path("/usr/local/cuda/bin/nvcc").exists()
 )
-DEFAULT_ARCHITECTURES = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "compute_90"]
 GPUS = tf.config.list_physical_devices("GPU")
 
 needs_cuda_build = pytest.mark.skipif(
@@ -43,7 +42,7 @@ def test_gpu_kernels_registered_for_all_four_dtypes():
     gpu_types = {
         k.constraint[0].allowed_values.list.type[0] for k in registered.kernel if k.device_type == "GPU"
     }
-    assert gpu_types == {d.as_datatype_enum for d in (tf.float16, tf.bfloat16, tf.float32, tf.float64)}
+    assert gpu_types == {tf.as_dtype(name).as_datatype_enum for name in DTYPE_NAMES}
 
 
 def cuobjdump():
@@ -59,9 +58,16 @@ def cuobjdump():
     pytest.fail("cuobjdump not found: install nvidia-cuda-cuobjdump (requirements-dev.txt)")
 
 
+def built_architectures():
+    """What the build was asked for (CMake's list, as build_info reports it)."""
+    architectures = causal_moving_avg.build_info()["cuda_architectures"]
+    assert architectures, "a CUDA build names its architectures"
+    return architectures
+
+
 @needs_cuda_build
-def test_binary_holds_code_for_the_default_architectures():
-    """cuobjdump reads the fat binary itself: real code for sm_75..sm_90, PTX for compute_90."""
+def test_binary_holds_code_for_the_built_architectures():
+    """cuobjdump reads the fat binary itself: real code for each sm_*, PTX for each compute_*."""
     path = causal_moving_avg.library_path()
     elf = subprocess.run([cuobjdump(), "--list-elf", path], capture_output=True, text=True, check=True)
     ptx = subprocess.run([cuobjdump(), "--list-ptx", path], capture_output=True, text=True, check=True)
@@ -73,7 +79,8 @@ def test_binary_holds_code_for_the_default_architectures():
             if line.endswith(".ptx")
         }
     )
-    assert real + virtual == DEFAULT_ARCHITECTURES == causal_moving_avg.build_info()["cuda_architectures"]
+    assert sorted(real + virtual) == sorted(built_architectures())
+    assert any(a.startswith("compute_") for a in virtual), "PTX for GPUs newer than the build"
 
 
 @needs_cuda_build
@@ -98,7 +105,7 @@ def test_every_architecture_holds_every_kernel_for_every_dtype():
     dtypes = {"f", "d", "6__half", "13__nv_bfloat16"}
     names = {"DirectMeanKernel", "TileSumsKernel", "TileMeansKernel", "RunningMeanUnitsKernel"}
     expected = {(name, dtype) for name in names for dtype in dtypes}
-    assert sorted(found) == [a for a in DEFAULT_ARCHITECTURES if a.startswith("sm_")]
+    assert sorted(found) == sorted(a for a in built_architectures() if a.startswith("sm_"))
     for arch, kernels_found in found.items():
         assert kernels_found == expected, (arch, sorted(expected - kernels_found))
 
@@ -148,13 +155,12 @@ def test_core_cpp_tests_pass():
 
 
 @needs_gpu
-@pytest.mark.parametrize("dtype", [tf.float16, tf.bfloat16, tf.float32, tf.float64])
+@pytest.mark.parametrize("dtype", [tf.as_dtype(name) for name in DTYPE_NAMES])
 def test_gpu_matches_reference(dtype):
-    rtol = {tf.float16: 2e-3, tf.bfloat16: 1.6e-2, tf.float32: 4e-7, tf.float64: 1e-13}[dtype]
+    # The GPU sums in another order (tile scans), so its last bit may round the other way.
+    tolerance = 2 * rtol(dtype)
     layouts = [((1, 100_000), 1), ((4, 3000, 3), 1), ((2, 500, 64), 1), ((300, 2, 5), 0)]
-    for (shape, axis), window, edge in itertools.product(
-        layouts, [1, 3, 32, 33, 1000, 5000], ["zeros", "partial"]
-    ):
+    for (shape, axis), window, edge in itertools.product(layouts, [1, 3, 32, 33, 1000, 5000], EDGES):
         x = np.random.randn(*shape) * 10
         x.flat[::997] = np.inf
         x.flat[5::1999] = np.nan
@@ -169,16 +175,20 @@ def test_gpu_matches_reference(dtype):
         got = tf.cast(y, tf.float64).numpy()
         finite = np.isfinite(expected)
         np.testing.assert_array_equal(got[~finite], expected[~finite])  # NaN and Inf in place
-        assert np.all(np.abs(got[finite] - expected[finite]) <= rtol * scale[finite]), (shape, window, edge)
+        assert np.all(np.abs(got[finite] - expected[finite]) <= tolerance * scale[finite]), (
+            shape,
+            window,
+            edge,
+        )
 
 
 @needs_gpu
-@pytest.mark.parametrize("dtype", [tf.float16, tf.bfloat16, tf.float32, tf.float64])
+@pytest.mark.parametrize("dtype", [tf.as_dtype(name) for name in DTYPE_NAMES])
 def test_jit_compile_on_the_gpu_gives_the_gpu_kernels_bits(dtype):
     """Under XLA on a GPU, the CUDA handler launches the same kernels as the TF GPU kernel."""
     x = np.random.randn(3, 3000, 5) * 10
     x.flat[::997] = np.inf
-    for window, edge in itertools.product([1, 3, 32, 1000, 5000], ["zeros", "partial"]):
+    for window, edge in itertools.product([1, 3, 32, 1000, 5000], EDGES):
         with tf.device("/GPU:0"):
             tensor = tf.constant(x, dtype)
             eager = causal_moving_avg.causal_moving_avg(tensor, window=window, edge=edge)

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import causal_moving_avg as cma
-from conftest import keras_conv1d_moving_avg, reference_moving_avg
+from conftest import keras_conv1d_moving_avg, reference_moving_avg, rtol
 
 X = np.random.RandomState(0).randn(4, 64, 3).astype(np.float32)
 
@@ -110,11 +110,10 @@ def test_mixed_precision_computes_in_the_compute_dtype(policy, dtype, jit_compil
     finally:
         keras.mixed_precision.set_global_policy("float32")
     assert y.dtype == dtype
-    rtol = 1e-3 if dtype == "float16" else 8e-3
     x_rounded = tf.cast(tf.cast(X, dtype), tf.float64).numpy()
     expected = reference_moving_avg(x_rounded, 4, 1)
     scale = reference_moving_avg(np.abs(x_rounded), 4, 1)
-    assert np.all(np.abs(y.astype(np.float64) - expected) <= rtol * scale)
+    assert np.all(np.abs(y.astype(np.float64) - expected) <= rtol(dtype) * scale)
     np.testing.assert_array_equal(y, cma.causal_moving_avg(tf.cast(X, dtype), 4, axis=1).numpy())
 
 

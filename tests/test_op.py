@@ -6,9 +6,7 @@ import pytest
 import tensorflow as tf
 
 from causal_moving_avg import causal_moving_avg, numpy_causal_moving_avg
-from conftest import RTOL, keras_conv1d_moving_avg, reference_by_prefix_sums, reference_moving_avg
-
-EDGES = ["zeros", "partial"]
+from conftest import EDGES, keras_conv1d_moving_avg, reference_by_prefix_sums, reference_moving_avg, rtol
 
 
 def assert_matches_reference(x, window, axis, edge, rtol):
@@ -40,7 +38,7 @@ def assert_matches_reference(x, window, axis, edge, rtol):
 )
 def test_float64_matches_definition(shape, axis, window, edge):
     x = np.random.randn(*shape)
-    assert_matches_reference(x, window, axis, edge, RTOL[np.float64])
+    assert_matches_reference(x, window, axis, edge, rtol(np.float64))
 
 
 @pytest.mark.parametrize("edge", EDGES)
@@ -48,7 +46,7 @@ def test_float64_matches_definition(shape, axis, window, edge):
 @pytest.mark.parametrize("window", [1, 3, 64])
 def test_lengths_including_empty_and_shorter_than_window(length, window, edge):
     x = np.random.randn(2, length, 3)
-    assert_matches_reference(x, window, 1, edge, RTOL[np.float64])
+    assert_matches_reference(x, window, 1, edge, rtol(np.float64))
 
 
 @pytest.mark.parametrize("shape,axis", [((0, 5, 3), 1), ((2, 0, 3), 1), ((2, 5, 0), 1), ((0,), 0)])
@@ -70,7 +68,7 @@ def test_every_dtype_within_its_rounding(dtype, window, edge):
     scale = reference_moving_avg(np.abs(x.astype(np.float64)), window, 1, edge)
     error = np.abs(y.numpy().astype(np.float64) - expected)
     # One rounding of the result to the dtype (relative to the window's magnitude).
-    assert np.all(error <= RTOL[dtype] * scale + ml_dtypes.finfo(np_dtype).tiny)
+    assert np.all(error <= rtol(dtype) * scale + ml_dtypes.finfo(np_dtype).tiny)
 
 
 def rounded_once(values, dtype):
@@ -107,9 +105,9 @@ def test_equals_frozen_keras_conv1d(window, channels):
     np.testing.assert_allclose(y.numpy(), keras_conv1d_moving_avg(x, window), rtol=2e-6, atol=2e-6)
 
 
-def test_seed_function_gives_the_same_result_in_one_call():
-    """The user's original slide2 (../shared/seed/), minus the tf.stop_gradient on a Keras tensor
-    that Keras 3 rejects, against one call of the op."""
+def test_the_per_call_model_function_gives_the_same_result_in_one_call():
+    """The user's original slide2 (a frozen Conv1D model built and predicted per call), minus the
+    tf.stop_gradient on a Keras tensor that Keras 3 rejects, against one call of the op."""
     import keras
     from keras.layers import Conv1D
 
@@ -152,9 +150,9 @@ def test_nan_and_inf_reach_only_the_windows_that_hold_them(window, edge):
 @pytest.mark.parametrize("window", [1, 2, 3, 100])
 def test_float64_near_the_largest_double_gives_finite_means(window):
     # Window sums of these inputs overflow double; their means do not. Past the large values the
-    # output must be the ones' mean again, not an Inf carried to the end of a block. (Sums of the
+    # output must be the ones' mean again, not an Inf carried to the end of a segment. (Sums of the
     # large values are exact here; where they round, the ones' mean may lose up to the bound in
-    # README's Numerics, 2^-50 of the largest value in the block.)
+    # README's Numerics, 2^-50 of the largest value in the segment.)
     x = np.ones((2, 70000, 3))
     x[0, :2, 0] = 1e308
     x[0, 5000:5002, 1] = 2.0**1023
@@ -166,6 +164,38 @@ def test_float64_near_the_largest_double_gives_finite_means(window):
         assert np.isfinite(y).all()
         np.testing.assert_allclose(y, expected, rtol=1e-15)
         assert np.array_equal(numpy_causal_moving_avg(x, window, 1, edge), y)
+
+
+@pytest.mark.parametrize(
+    "x,window,expected",
+    [  # tiny float64 values beside NaN/Inf keep every bit (no sum scaled into subnormals)
+        ([1.30953547e-300, np.inf], 1, [1.30953547e-300, np.inf]),
+        ([1e-300, 3e-300, np.nan, 2e-300], 2, [1e-300 / 2, (1e-300 + 3e-300) / 2, np.nan, np.nan]),
+        ([2e-300, -np.inf, 3e-300, 5e-300], 1, [2e-300, -np.inf, 3e-300, 5e-300]),
+    ],
+)
+def test_tiny_float64_values_beside_nan_and_inf_keep_their_bits(x, window, expected):
+    x = np.array(x)
+    # Also with many rows: a tiny row beside rows that meet NaN/Inf.
+    rows = np.stack([x, np.nan_to_num(x, posinf=1.0, neginf=1.0, nan=1.0)])
+    for edge in EDGES:
+        want = reference_moving_avg(x, window, 0, edge)
+        np.testing.assert_array_equal(causal_moving_avg(x, window, axis=0, edge=edge).numpy(), want)
+        np.testing.assert_array_equal(numpy_causal_moving_avg(x, window, 0, edge), want)
+        np.testing.assert_array_equal(causal_moving_avg(rows, window, axis=1, edge=edge).numpy()[0], want)
+    np.testing.assert_array_equal(causal_moving_avg(x, window, axis=0).numpy(), expected)
+
+
+def test_tiny_float64_values_after_an_overflowing_window_keep_their_bits():
+    # The windows holding the huge pair overflow float64 sums; the later windows hold only tiny
+    # values again, and their means must be those of the tiny values alone.
+    x = np.full(5000, 3e-300)
+    x[1000:1002] = 1.5e308
+    for window in (2, 40):
+        y = causal_moving_avg(x, window, axis=0).numpy()
+        assert np.isfinite(y).all()
+        np.testing.assert_allclose(y[1002 + window :], 3e-300, rtol=1e-15, atol=0)
+        np.testing.assert_array_equal(numpy_causal_moving_avg(x, window, 0), y)
 
 
 def test_window_far_longer_than_the_sequence():

@@ -1,6 +1,6 @@
-"""Every way the CPU kernel cuts the work (blocks along long sequences, many rows, lane tiles,
-windows spanning blocks, 256-step chunks) against the float64 reference, and bitwise determinism
-whatever the number of threads."""
+"""Every way the CPU kernel cuts the work (segments along long sequences, many rows, groups of
+lanes, windows spanning segments, chunks of steps) against the float64 reference, and bitwise
+determinism whatever the number of threads."""
 
 import hashlib
 import subprocess
@@ -10,23 +10,23 @@ import numpy as np
 import pytest
 
 from causal_moving_avg import causal_moving_avg
-from conftest import reference_by_prefix_sums, reference_moving_avg
+from conftest import CPU_PLAN, reference_by_prefix_sums, reference_moving_avg
 
-# The CPU plan (cc/kernels/causal_moving_avg_core.h): blocks of max(32768 / lanes, 4W) steps,
-# lane tiles of at most 256 channels, single sequences in chunks of 256 steps.
-BLOCK_ELEMENTS = 32768
-CHUNK = 256
+# The CPU plan (cc/core/plan.h), as built: segments of max(segment_elements / lanes, 4W) steps,
+# units of at most max_unit_lanes channels, single sequences in chunks of chunk_steps steps.
+SEGMENT_ELEMENTS = CPU_PLAN["segment_elements"]
+CHUNK = CPU_PLAN["chunk_steps"]
 
 
 @pytest.mark.parametrize(
     "shape,window",
     [
-        ((1, 100_000, 1), 3),  # one long sequence: several blocks, chunked
+        ((1, 100_000, 1), 3),  # one long sequence: several segments, chunked
         ((1, 100_000, 1), 300),
         ((500, 50, 1), 7),  # many short rows
-        ((3, 2000, 300), 5),  # wide channels: two lane tiles (256 + 44)
-        ((2, 50_000, 8), 3000),  # windows spanning many 4096-step minimum blocks
-        ((1, 70_001, 3), 9000),  # ragged last block, odd inner
+        ((3, 2000, 300), 5),  # wide channels: two lane groups (256 + 44)
+        ((2, 50_000, 8), 3000),  # windows spanning many 4096-step minimum segments
+        ((1, 70_001, 3), 9000),  # ragged last segment, odd inner
     ],
 )
 @pytest.mark.parametrize("edge", ["zeros", "partial"])
@@ -39,19 +39,19 @@ def test_sharding_paths_match_reference(shape, window, edge):
 
 
 @pytest.mark.parametrize("window", [1, 3, 50])
-def test_non_finite_at_block_and_chunk_boundaries(window):
-    steps = 3 * BLOCK_ELEMENTS + 100
+def test_non_finite_at_segment_and_chunk_boundaries(window):
+    steps = 3 * SEGMENT_ELEMENTS + 100
     x = np.random.randn(1, steps, 1)
     positions = [
         0,
         CHUNK - 1,
         CHUNK,
         window,
-        BLOCK_ELEMENTS - 1,
-        BLOCK_ELEMENTS,
-        BLOCK_ELEMENTS + window - 1,
-        2 * BLOCK_ELEMENTS - 2,
-        2 * BLOCK_ELEMENTS + CHUNK * 3,
+        SEGMENT_ELEMENTS - 1,
+        SEGMENT_ELEMENTS,
+        SEGMENT_ELEMENTS + window - 1,
+        2 * SEGMENT_ELEMENTS - 2,
+        2 * SEGMENT_ELEMENTS + CHUNK * 3,
         steps - 1,
     ]
     for k, p in enumerate(positions):

@@ -20,8 +20,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "cc/kernels/causal_moving_avg_core.h"
-#include "cc/kernels/causal_moving_avg_gpu.h"
+#include "cc/core/cpu.h"
+#include "cc/core/gpu_launch.h"
+#include "cc/core/plan.h"
+#include "cc/core/types.h"
 
 namespace cma = causal_moving_avg;
 

@@ -5,18 +5,40 @@
 
 #include <cstdint>
 #include <string>
-#include <type_traits>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
-#include "cc/kernels/causal_moving_avg_core.h"
+#include "cc/core/types.h"
+#include "cc/kernels/tf_types.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/tensor.h"
+#include "tensorflow/core/framework/types.h"
 
 namespace causal_moving_avg {
 
-// The checks both the shape function (at graph construction) and the kernel (at run time) make.
+// The op's dtypes as TensorFlow names them.
+inline std::vector<::tensorflow::DataType> TfDataTypes() {
+  return {
+#define CMA_TF_DATATYPE(enumerator, name) \
+  ::tensorflow::DataTypeToEnum<TfTypeOf<DType::enumerator>>::value,
+      CMA_FOR_EACH_DTYPE(CMA_TF_DATATYPE)
+#undef CMA_TF_DATATYPE
+  };
+}
+
+// The dtype of a TF DataType the op takes (its type constraint allows no other).
+inline DType DTypeOfTf(::tensorflow::DataType type) {
+#define CMA_MATCH(enumerator, name)                                             \
+  if (type == ::tensorflow::DataTypeToEnum<TfTypeOf<DType::enumerator>>::value) \
+    return DType::enumerator;
+  CMA_FOR_EACH_DTYPE(CMA_MATCH)
+#undef CMA_MATCH
+  return DType::kFloat32;
+}
+
+// The checks both the shape function (at graph construction) and the kernels (at run time, and
+// at XLA compile time) make.
 inline absl::Status CheckRankAndAxis(int64_t rank, int64_t axis) {
   if (rank == 0) {
     return absl::InvalidArgumentError(
@@ -28,21 +50,6 @@ inline absl::Status CheckRankAndAxis(int64_t rank, int64_t axis) {
                                                    " (allowed: ", -rank, " to ", rank - 1, ")"));
   }
   return absl::OkStatus();
-}
-
-// The type-erased name of each TF dtype the op takes.
-template <typename T>
-constexpr DType DTypeOf() {
-  if constexpr (std::is_same_v<T, Eigen::half>) {
-    return DType::kFloat16;
-  } else if constexpr (std::is_same_v<T, Eigen::bfloat16>) {
-    return DType::kBfloat16;
-  } else if constexpr (std::is_same_v<T, float>) {
-    return DType::kFloat32;
-  } else {
-    static_assert(std::is_same_v<T, double>, "the op takes half, bfloat16, float and double");
-    return DType::kFloat64;
-  }
 }
 
 // Reads the attributes every kernel (TF's and XLA's) takes, with a clear error for bad ones.
@@ -58,12 +65,12 @@ inline absl::Status ReadAttributes(const ::tensorflow::OpKernelConstruction* ctx
   }
   if (!ParseEdge(edge_name.c_str(), edge)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("CausalMovingAvg: edge must be 'zeros' or 'partial', got '", edge_name, "'"));
+        absl::StrCat("CausalMovingAvg: unknown edge '", edge_name, "'"));
   }
   return absl::OkStatus();
 }
 
-// The [outer, steps, inner] view of a shape of known rank, after checking rank and axis.
+// The [outer, steps, inner] view of a shape, after checking rank and axis.
 inline absl::Status ViewOf(absl::Span<const int64_t> dims, int64_t axis, Geometry* geometry) {
   const int64_t rank = static_cast<int64_t>(dims.size());
   TF_RETURN_IF_ERROR(CheckRankAndAxis(rank, axis));
@@ -105,8 +112,14 @@ class CausalMovingAvgOp : public ::tensorflow::OpKernel {
 
 }  // namespace causal_moving_avg
 
-#define CMA_REGISTER_KERNEL(DEVICE_NAME, DEVICE_TYPE, T)                                      \
-  REGISTER_KERNEL_BUILDER(Name("CausalMovingAvg").Device(DEVICE_NAME).TypeConstraint<T>("T"), \
-                          ::causal_moving_avg::CausalMovingAvgOp<DEVICE_TYPE, T>)
+// Registers the op's kernel on a device for every dtype of the list (cc/core/types.h).
+#define CMA_REGISTER_KERNEL_FOR_DTYPE(DEVICE_NAME, DEVICE_TYPE, enumerator)                       \
+  REGISTER_KERNEL_BUILDER(                                                                        \
+      Name("CausalMovingAvg")                                                                     \
+          .Device(DEVICE_NAME)                                                                    \
+          .TypeConstraint<::causal_moving_avg::TfTypeOf<::causal_moving_avg::DType::enumerator>>( \
+              "T"),                                                                               \
+      ::causal_moving_avg::CausalMovingAvgOp<                                                     \
+          DEVICE_TYPE, ::causal_moving_avg::TfTypeOf<::causal_moving_avg::DType::enumerator>>)
 
 #endif  // CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_OP_H_

@@ -3,9 +3,9 @@
 
 #include <cstdint>
 
-#include "cc/kernels/causal_moving_avg_core.h"
+#include "cc/core/cpu.h"
+#include "cc/core/plan.h"
 #include "cc/kernels/causal_moving_avg_op.h"
-#include "tensorflow/core/framework/register_types.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
 namespace causal_moving_avg {
@@ -20,7 +20,7 @@ struct LaunchCausalMovingAvg<CPUDevice, T> {
     HintHugePages(y, geometry.outer * geometry.steps * geometry.inner * sizeof(T));
     // Per unit: each input read about twice (entering and leaving the window), each output
     // written once, a few flops per element; Eigen turns this into a shard size.
-    const double elements = static_cast<double>(plan.block_steps * plan.lane_tile);
+    const double elements = static_cast<double>(plan.segment_steps * plan.unit_lanes);
     const Eigen::TensorOpCost cost(2 * elements * sizeof(T), elements * sizeof(T), 4 * elements);
     ctx->eigen_device<CPUDevice>().parallelFor(plan.num_units, cost,
                                                [&plan, x, y](Eigen::Index begin, Eigen::Index end) {
@@ -30,11 +30,9 @@ struct LaunchCausalMovingAvg<CPUDevice, T> {
   }
 };
 
-#define CMA_REGISTER_CPU(T) CMA_REGISTER_KERNEL(::tensorflow::DEVICE_CPU, CPUDevice, T);
-TF_CALL_half(CMA_REGISTER_CPU);
-TF_CALL_bfloat16(CMA_REGISTER_CPU);
-TF_CALL_float(CMA_REGISTER_CPU);
-TF_CALL_double(CMA_REGISTER_CPU);
+#define CMA_REGISTER_CPU(enumerator, name) \
+  CMA_REGISTER_KERNEL_FOR_DTYPE(::tensorflow::DEVICE_CPU, CPUDevice, enumerator);
+CMA_FOR_EACH_DTYPE(CMA_REGISTER_CPU)
 #undef CMA_REGISTER_CPU
 
 }  // namespace causal_moving_avg

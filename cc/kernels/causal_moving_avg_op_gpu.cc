@@ -1,11 +1,10 @@
 // The TF GPU kernel: host code that allocates the scratch and launches the CUDA kernels
-// (causal_moving_avg_gpu.cu) on TensorFlow's stream for the op.
+// (cc/core/gpu_kernels.cu) on TensorFlow's stream for the op.
 #define EIGEN_USE_GPU
 
 #include "absl/strings/str_cat.h"
-#include "cc/kernels/causal_moving_avg_gpu.h"
+#include "cc/core/gpu_launch.h"
 #include "cc/kernels/causal_moving_avg_op.h"
-#include "tensorflow/core/framework/register_types.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
 namespace causal_moving_avg {
@@ -35,11 +34,9 @@ struct LaunchCausalMovingAvg<GPUDevice, T> {
   }
 };
 
-#define CMA_REGISTER_GPU(T) CMA_REGISTER_KERNEL(::tensorflow::DEVICE_GPU, GPUDevice, T);
-TF_CALL_half(CMA_REGISTER_GPU);
-TF_CALL_bfloat16(CMA_REGISTER_GPU);
-TF_CALL_float(CMA_REGISTER_GPU);
-TF_CALL_double(CMA_REGISTER_GPU);
+#define CMA_REGISTER_GPU(enumerator, name) \
+  CMA_REGISTER_KERNEL_FOR_DTYPE(::tensorflow::DEVICE_GPU, GPUDevice, enumerator);
+CMA_FOR_EACH_DTYPE(CMA_REGISTER_GPU)
 #undef CMA_REGISTER_GPU
 
 }  // namespace causal_moving_avg

@@ -1,21 +1,45 @@
-// Registers the CausalMovingAvg op: its interface, attributes and shape function.
+// Registers the CausalMovingAvg op: its interface, attributes and shape function. The dtypes and
+// edge modes come from the core's lists (cc/core/types.h).
 #include <cstdint>
+#include <string>
 
+#include "cc/core/types.h"
 #include "cc/kernels/causal_moving_avg_op.h"
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/shape_inference.h"
 
 namespace causal_moving_avg {
+namespace {
 
 using ::tensorflow::shape_inference::InferenceContext;
+
+// "T: {half, bfloat16, float, double}"
+std::string TypeAttr() {
+  std::string attr = "T: {";
+  for (const ::tensorflow::DataType type : TfDataTypes()) {
+    attr += (attr.back() == '{' ? "" : ", ") + ::tensorflow::DataTypeString(type);
+  }
+  return attr + "}";
+}
+
+// "edge: {'zeros', 'partial'} = 'zeros'": the first mode is the default.
+std::string EdgeAttr() {
+  std::string modes;
+#define CMA_QUOTED(enumerator, name) modes += std::string(modes.empty() ? "" : ", ") + "'" name "'";
+  CMA_FOR_EACH_EDGE(CMA_QUOTED)
+#undef CMA_QUOTED
+  return "edge: {" + modes + "} = '" + EdgeName(static_cast<Edge>(0)) + "'";
+}
+
+}  // namespace
 
 REGISTER_OP("CausalMovingAvg")
     .Input("x: T")
     .Output("y: T")
-    .Attr("T: {half, bfloat16, float, double}")
+    .Attr(TypeAttr())
     .Attr("window: int >= 1")
     .Attr("axis: int")
-    .Attr("edge: {'zeros', 'partial'} = 'zeros'")
+    .Attr(EdgeAttr())
     .SetShapeFn([](InferenceContext* c) {
       // Rank and axis are checked here when the rank is known, so bad graphs fail when they are
       // built; unknown dims stay unknown.

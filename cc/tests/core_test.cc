@@ -15,8 +15,12 @@
 #include <utility>
 #include <vector>
 
-#include "cc/kernels/causal_moving_avg_core.h"
-#include "cc/kernels/causal_moving_avg_tile_scan.h"
+#include "cc/core/cpu.h"
+#include "cc/core/gpu_direct.h"
+#include "cc/core/numerics.h"
+#include "cc/core/plan.h"
+#include "cc/core/tile_scan.h"
+#include "cc/core/types.h"
 
 namespace cma = causal_moving_avg;
 
@@ -43,15 +47,16 @@ std::vector<long double> Reference(const std::vector<double>& x, cma::Geometry g
   return y;
 }
 
+// Each output within `tolerance` of its window's magnitude (plus `floor`), non-finite ones equal.
 template <typename T>
 void Expect(const std::string& name, const std::vector<T>& got,
             const std::vector<long double>& want, const std::vector<long double>& magnitude,
-            double tolerance) {
+            double tolerance, long double floor = 1e-300L) {
   for (size_t i = 0; i < got.size(); ++i) {
     const long double g = got[i], w = want[i];
     const bool same_special = (std::isnan(w) && std::isnan(g)) || (std::isinf(w) && g == w);
     const bool close = std::isfinite(w) && std::isfinite(g) &&
-                       std::fabs(g - w) <= tolerance * magnitude[i] + 1e-300L;
+                       std::fabs(g - w) <= tolerance * magnitude[i] + floor;
     if (!same_special && !close) {
       std::printf("FAIL %s: element %zu got %.17Lg want %.17Lg\n", name.c_str(), i, g, w);
       ++failed;
@@ -71,7 +76,7 @@ void TileScanOnHost(cma::Geometry g, int64_t window, cma::Edge edge, const T* x,
       cma::TileScratch<Sum>::Carve(reinterpret_cast<unsigned char*>(shared.data()));
   std::vector<cma::CarefulWindow<Sum>> sums(cma::TileSumsBytes<Sum>(plan) /
                                             sizeof(cma::CarefulWindow<Sum>));
-  const cma::HostBlock block;
+  const cma::HostThreadBlock block;
   for (int64_t tile = 0; tile < plan.num_tiles && plan.whole_tiles > 0; ++tile) {
     cma::TileSums(block, plan, x, sums.data(), tile, scratch);
   }
@@ -81,20 +86,22 @@ void TileScanOnHost(cma::Geometry g, int64_t window, cma::Edge edge, const T* x,
   }
 }
 
-// What a case adds to its normal(100, 10) inputs.
-enum class Extra { kNone, kSpecials, kHuge };
+// What a case does to its normal(100, 10) inputs: adds NaN/Inf or pairs near the largest double,
+// or scales them below 2^-958 (where a sum scaled by 2^-64 would lose their bits) and adds those.
+enum class Extra { kNone, kSpecials, kHuge, kTinySpecials, kTinyHuge };
 
 template <typename T>
 void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, Extra extra, std::mt19937_64& rng) {
   const int64_t n = g.outer * g.steps * g.inner;
   std::normal_distribution<double> normal(100.0, 10.0);
   std::vector<double> x64(n);
-  for (auto& v : x64) v = static_cast<T>(normal(rng));
-  if (extra == Extra::kSpecials && n > 0) {
+  const bool tiny = extra == Extra::kTinySpecials || extra == Extra::kTinyHuge;
+  for (auto& v : x64) v = static_cast<T>(tiny ? std::ldexp(normal(rng), -1000) : normal(rng));
+  if ((extra == Extra::kSpecials || extra == Extra::kTinySpecials) && n > 0) {
     const double values[] = {NAN, INFINITY, -INFINITY, INFINITY};
     for (int k = 0; k < 8; ++k) x64[rng() % n] = values[k % 4];
   }
-  if (extra == Extra::kHuge && n > 0) {
+  if ((extra == Extra::kHuge || extra == Extra::kTinyHuge) && n > 0) {
     // Pairs of consecutive steps near the largest double: their window sums overflow double, their
     // means do not (the reference sums in long double).
     for (int k = 0; k < 4; ++k) {
@@ -109,14 +116,15 @@ void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, Extra extra, std
   const auto want = Reference(x64, g, window, edge);
   const auto magnitude = Reference(abs_x, g, window, edge);
   const double tolerance = sizeof(T) == 8 ? 1e-14 : 1.2e-7;
+  // Tiny cases allow only the output's own rounding when it is subnormal (half of 2^-1074): a
+  // larger floor would hide every bit a sum scaled by 2^-64 loses.
+  const long double floor = tiny ? std::ldexp(1.0L, -1075) : 1e-300L;
+  const char* extra_names[] = {"", " specials", " huge", " tiny specials", " tiny huge"};
   char label[160];
   std::snprintf(label, sizeof(label), "%s [%lld,%lld,%lld] W=%lld %s%s",
                 sizeof(T) == 8 ? "f64" : "f32", (long long)g.outer, (long long)g.steps,
-                (long long)g.inner, (long long)window,
-                edge == cma::Edge::kZeros ? "zeros" : "partial",
-                extra == Extra::kSpecials ? " specials"
-                : extra == Extra::kHuge   ? " huge"
-                                          : "");
+                (long long)g.inner, (long long)window, cma::EdgeName(edge),
+                extra_names[static_cast<int>(extra)]);
   if (n == 0) return;
 
   const std::function<cma::Plan()> plans[] = {
@@ -128,7 +136,7 @@ void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, Extra extra, std
     const cma::Plan plan = plans[p]();
     std::vector<T> y(n, static_cast<T>(NAN));
     cma::ComputeUnits<T>(plan, x.data(), y.data(), 0, plan.num_units);
-    Expect(std::string(plan_names[p]) + " " + label, y, want, magnitude, tolerance);
+    Expect(std::string(plan_names[p]) + " " + label, y, want, magnitude, tolerance, floor);
     // Units are independent: any split and order gives bitwise the same output.
     std::vector<T> reversed(n, static_cast<T>(0));
     for (int64_t u = plan.num_units - 1; u >= 0; --u) {
@@ -151,14 +159,14 @@ void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, Extra extra, std
       cma::DirectMeansOfThread(g, window, edge, x.data(), direct.data(), first, threads);
     }
     Expect(std::string("direct/") + std::to_string(threads) + " " + label, direct, want, magnitude,
-           tolerance);
+           tolerance, floor);
   }
   if (g.inner < cma::kTileMaxInner) {
     // Poisoned twice (NaN, then a finite value) so an element the scan never wrote cannot pass.
     for (double poison : {static_cast<double>(NAN), 7777.0}) {
       std::vector<T> scanned(n, static_cast<T>(poison));
       TileScanOnHost<T>(g, window, edge, x.data(), scanned.data());
-      Expect(std::string("tile-scan ") + label, scanned, want, magnitude, tolerance);
+      Expect(std::string("tile-scan ") + label, scanned, want, magnitude, tolerance, floor);
     }
   }
 }
@@ -187,6 +195,44 @@ void CheckCarefulPathKeepsFloat64Bits(std::mt19937_64& rng) {
       }
     }
   }
+}
+
+// The NumPy binding's bfloat16 rounds float32 to nearest, ties to even, as Eigen's does: checked
+// against the two bfloat16 neighbours of each float, compared in double.
+void CheckHostBfloat16(std::mt19937_64& rng) {
+  const auto as_float = [](uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    return f;
+  };
+  std::vector<uint32_t> samples = {0x00000000, 0x80000000, 0x3F808000, 0x3F818000, 0x7F7FFFFF,
+                                   0x7F7F8000, 0x00008000, 0x00018000, 0x7F800000, 0xFF800000};
+  for (int k = 0; k < 2'000'000; ++k) samples.push_back(static_cast<uint32_t>(rng()));
+  int wrong = 0;
+  for (const uint32_t bits : samples) {
+    const float f = as_float(bits);
+    const cma::HostBfloat16 b(f);
+    uint16_t want;
+    if (std::isnan(f)) {
+      want = std::signbit(f) ? 0xFFC0 : 0x7FC0;
+    } else if ((bits & 0xFFFF) == 0) {
+      want = static_cast<uint16_t>(bits >> 16);  // exact, infinities included
+    } else {
+      const uint16_t low = static_cast<uint16_t>(bits >> 16);  // toward zero
+      const uint16_t high = static_cast<uint16_t>(low + 1);    // away from zero
+      // Past the largest finite bfloat16 comes the Inf, which rounding treats as 2^128.
+      const double high_value =
+          (high & 0x7FFF) == 0x7F80 ? std::copysign(0x1p128, f) : as_float(uint32_t{high} << 16);
+      const double below = std::fabs(static_cast<double>(f) - as_float(uint32_t{low} << 16));
+      const double above = std::fabs(high_value - static_cast<double>(f));
+      want = below < above || (below == above && (low & 1) == 0) ? low : high;
+    }
+    if (b.bits != want ||
+        (!std::isnan(f) && static_cast<float>(b) != as_float(uint32_t{want} << 16))) {
+      if (++wrong <= 3) std::printf("FAIL bfloat16 of %08x: %04x, want %04x\n", bits, b.bits, want);
+    }
+  }
+  wrong == 0 ? ++passed : ++failed;
 }
 
 }  // namespace
@@ -222,11 +268,14 @@ int main() {
           CheckCase<float>(g, w, e, extra, rng);
           CheckCase<double>(g, w, e, extra, rng);
         }
-        CheckCase<double>(g, w, e, Extra::kHuge, rng);
+        for (Extra extra : {Extra::kHuge, Extra::kTinySpecials, Extra::kTinyHuge}) {
+          CheckCase<double>(g, w, e, extra, rng);
+        }
       }
     }
   }
   CheckCarefulPathKeepsFloat64Bits(rng);
+  CheckHostBfloat16(rng);
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "cc/kernels/causal_moving_avg_core.h"
+#include "cc/core/types.h"
 #include "cc/kernels/causal_moving_avg_op.h"
 #include "cc/xla/custom_call.h"
 #include "tensorflow/compiler/tf2xla/xla_op_kernel.h"
@@ -19,7 +19,7 @@
 #include "xla/shape_util.h"
 
 #if GOOGLE_CUDA
-#include "cc/kernels/causal_moving_avg_gpu.h"
+#include "cc/core/gpu_launch.h"
 #endif
 
 namespace causal_moving_avg {
@@ -60,7 +60,7 @@ class CausalMovingAvgXlaOp : public tf::XlaOpKernel {
     int64_t scratch_bytes = 0;
 #if GOOGLE_CUDA
     if (on_gpu_ && xla::ShapeUtil::ElementsIn(shape) > 0) {
-      scratch_bytes = GpuScratchBytes(DTypeOf(shape.element_type()), geometry, window_);
+      scratch_bytes = GpuScratchBytes(DTypeOfTf(ctx->input_type(0)), geometry, window_);
     }
 #endif
     const xla::Shape scratch =
@@ -90,21 +90,6 @@ class CausalMovingAvgXlaOp : public tf::XlaOpKernel {
                      ". Run it without jit_compile, or rebuild the library."));
   }
 
-#if GOOGLE_CUDA
-  static DType DTypeOf(xla::PrimitiveType type) {
-    switch (type) {
-      case xla::F16:
-        return DType::kFloat16;
-      case xla::BF16:
-        return DType::kBfloat16;
-      case xla::F32:
-        return DType::kFloat32;
-      default:
-        return DType::kFloat64;  // the op's type constraint allows nothing else
-    }
-  }
-#endif
-
   const bool on_gpu_;
   int64_t window_ = 1;
   int64_t axis_ = 0;
@@ -113,9 +98,7 @@ class CausalMovingAvgXlaOp : public tf::XlaOpKernel {
 
 tf::OpKernel* CreateXlaOp(tf::OpKernelConstruction* ctx) { return new CausalMovingAvgXlaOp(ctx); }
 
-constexpr tf::DataType kTypes[] = {tf::DT_HALF, tf::DT_BFLOAT16, tf::DT_FLOAT, tf::DT_DOUBLE};
-
-REGISTER_XLA_OP(Name("CausalMovingAvg").TypeConstraint("T", kTypes), CausalMovingAvgXlaOp);
+REGISTER_XLA_OP(Name("CausalMovingAvg").TypeConstraint("T", TfDataTypes()), CausalMovingAvgXlaOp);
 
 // XLA turns REGISTER_XLA_OP registrations into kernels for its JIT devices once per process, at
 // the first XLA compile. A library loaded after that would have no XLA kernel ("No registered
@@ -135,7 +118,7 @@ const bool kLateRegistration = [] {
     if (!tf::XlaOpRegistry::IsBackendRegistered(device)) continue;
     const tf::KernelDef* kernel = tf::register_kernel::Name("CausalMovingAvg")
                                       .Device(device)
-                                      .TypeConstraint("T", kTypes)
+                                      .TypeConstraint("T", TfDataTypes())
                                       .Build();
     new tf::kernel_factory::OpKernelRegistrar(kernel, "CausalMovingAvgXlaOp", CreateXlaOp);
   }

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cc/kernels/causal_moving_avg_core.h"
+#include "cc/core/types.h"
 #include "xla/ffi/api/c_api.h"
 
 namespace causal_moving_avg {
@@ -28,21 +28,6 @@ inline std::string XlaAttributes(Geometry geometry, int64_t window, Edge edge) {
          " : i32, outer = " + std::to_string(geometry.outer) +
          " : i64, steps = " + std::to_string(geometry.steps) +
          " : i64, inner = " + std::to_string(geometry.inner) + " : i64}";
-}
-
-// What a handler checks before computing (the attributes come from our XLA kernel, but an HLO
-// module can be written by hand): an empty string when the call is sound, else the problem.
-inline std::string CheckXlaCall(Geometry geometry, int64_t x_elements, int64_t y_elements,
-                                int64_t window, int32_t edge) {
-  if (window < 1) return "window must be >= 1, got " + std::to_string(window);
-  if (edge != static_cast<int32_t>(Edge::kZeros) && edge != static_cast<int32_t>(Edge::kPartial)) {
-    return "edge must be 0 (zeros) or 1 (partial), got " + std::to_string(edge);
-  }
-  if (geometry.outer < 0 || geometry.steps < 0 || geometry.inner < 0 ||
-      x_elements != geometry.outer * geometry.steps * geometry.inner || y_elements != x_elements) {
-    return "the [outer, steps, inner] attributes do not describe the operand and result";
-  }
-  return "";
 }
 
 // Registers `handler` for `platform` with XLA's FFI registry and records the outcome; called

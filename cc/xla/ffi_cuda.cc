@@ -7,9 +7,10 @@
 #include <cstdint>
 #include <string>
 
-#include "cc/kernels/causal_moving_avg_core.h"
-#include "cc/kernels/causal_moving_avg_gpu.h"
+#include "cc/core/gpu_launch.h"
+#include "cc/core/types.h"
 #include "cc/xla/custom_call.h"
+#include "cc/xla/ffi_handler.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace causal_moving_avg {
@@ -30,37 +31,16 @@ int SmCount(int32_t device) {
   return count;
 }
 
-bool DTypeOfBuffer(ffi::DataType type, DType* dtype) {
-  switch (type) {
-    case ffi::DataType::F16:
-      *dtype = DType::kFloat16;
-      return true;
-    case ffi::DataType::BF16:
-      *dtype = DType::kBfloat16;
-      return true;
-    case ffi::DataType::F32:
-      *dtype = DType::kFloat32;
-      return true;
-    case ffi::DataType::F64:
-      *dtype = DType::kFloat64;
-      return true;
-    default:
-      return false;
-  }
-}
-
 ffi::Error CudaCall(cudaStream_t stream, int32_t device, ffi::AnyBuffer x,
                     ffi::Result<ffi::AnyBuffer> y, ffi::Result<ffi::AnyBuffer> scratch,
                     int64_t window, int32_t edge, int64_t outer, int64_t steps, int64_t inner) {
   const Geometry geometry{outer, steps, inner};
-  const std::string problem = CheckXlaCall(geometry, static_cast<int64_t>(x.element_count()),
-                                           static_cast<int64_t>(y->element_count()), window, edge);
+  DType dtype = DType::kFloat32;  // set by CheckXlaCall
+  const std::string problem =
+      CheckXlaCall(geometry, static_cast<XLA_FFI_DataType>(x.element_type()),
+                   static_cast<int64_t>(x.element_count()),
+                   static_cast<int64_t>(y->element_count()), window, edge, &dtype);
   if (!problem.empty()) return ffi::Error::InvalidArgument("CausalMovingAvg: " + problem);
-  DType dtype;
-  if (!DTypeOfBuffer(x.element_type(), &dtype)) {
-    return ffi::Error::InvalidArgument(
-        "CausalMovingAvg: x must be float16, bfloat16, float32 or float64");
-  }
   if (x.element_count() == 0) return ffi::Error::Success();
   const int64_t scratch_bytes = GpuScratchBytes(dtype, geometry, window);
   if (static_cast<int64_t>(scratch->size_bytes()) < scratch_bytes) {
@@ -84,17 +64,9 @@ ffi::Error CudaCall(cudaStream_t stream, int32_t device, ffi::AnyBuffer x,
 }
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(kCudaHandler, CudaCall,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::PlatformStream<cudaStream_t>>()
-                                  .Ctx<ffi::DeviceOrdinal>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Attr<int64_t>("window")
-                                  .Attr<int32_t>("edge")
-                                  .Attr<int64_t>("outer")
-                                  .Attr<int64_t>("steps")
-                                  .Attr<int64_t>("inner"));
+                              BindCustomCall(ffi::Ffi::Bind()
+                                                 .Ctx<ffi::PlatformStream<cudaStream_t>>()
+                                                 .Ctx<ffi::DeviceOrdinal>()));
 
 const bool kRegistered = (RegisterXlaHandler(kXlaCudaPlatform, kCudaHandler), true);
 

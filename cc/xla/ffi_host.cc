@@ -8,9 +8,11 @@
 #include <string>
 #include <utility>
 
-#include "Eigen/Core"
-#include "cc/kernels/causal_moving_avg_core.h"
+#include "cc/core/cpu.h"
+#include "cc/core/plan.h"
+#include "cc/kernels/tf_types.h"
 #include "cc/xla/custom_call.h"
+#include "cc/xla/ffi_handler.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace causal_moving_avg {
@@ -60,45 +62,30 @@ ffi::Error HostCall(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::Result<ffi::Any
                     ffi::Result<ffi::AnyBuffer> /*scratch: the GPU's only*/, int64_t window,
                     int32_t edge, int64_t outer, int64_t steps, int64_t inner) {
   const Geometry geometry{outer, steps, inner};
-  const std::string problem = CheckXlaCall(geometry, static_cast<int64_t>(x.element_count()),
-                                           static_cast<int64_t>(y->element_count()), window, edge);
+  DType dtype = DType::kFloat32;  // set by CheckXlaCall
+  const std::string problem =
+      CheckXlaCall(geometry, static_cast<XLA_FFI_DataType>(x.element_type()),
+                   static_cast<int64_t>(x.element_count()),
+                   static_cast<int64_t>(y->element_count()), window, edge, &dtype);
   if (!problem.empty()) return ffi::Error::InvalidArgument("CausalMovingAvg: " + problem);
   if (x.element_count() == 0) return ffi::Error::Success();
   const Plan plan = MakeCpuPlan(geometry, window, static_cast<Edge>(edge));
   HintHugePages(y->untyped_data(), static_cast<int64_t>(y->size_bytes()));
-  switch (x.element_type()) {
-    case ffi::DataType::F16:
-      ComputeOnPool(pool, plan, x.reinterpret_data<Eigen::half>(),
-                    y->reinterpret_data<Eigen::half>());
-      break;
-    case ffi::DataType::BF16:
-      ComputeOnPool(pool, plan, x.reinterpret_data<Eigen::bfloat16>(),
-                    y->reinterpret_data<Eigen::bfloat16>());
-      break;
-    case ffi::DataType::F32:
-      ComputeOnPool(pool, plan, x.reinterpret_data<float>(), y->reinterpret_data<float>());
-      break;
-    case ffi::DataType::F64:
-      ComputeOnPool(pool, plan, x.reinterpret_data<double>(), y->reinterpret_data<double>());
-      break;
-    default:
-      return ffi::Error::InvalidArgument(
-          "CausalMovingAvg: x must be float16, bfloat16, float32 or float64");
+  // The TF CPU kernel's types, so the same instantiations of the core run.
+  switch (dtype) {
+#define CMA_COMPUTE(enumerator, name)                                            \
+  case DType::enumerator:                                                        \
+    ComputeOnPool(pool, plan, x.reinterpret_data<TfTypeOf<DType::enumerator>>(), \
+                  y->reinterpret_data<TfTypeOf<DType::enumerator>>());           \
+    break;
+    CMA_FOR_EACH_DTYPE(CMA_COMPUTE)
+#undef CMA_COMPUTE
   }
   return ffi::Error::Success();
 }
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(kHostHandler, HostCall,
-                              ffi::Ffi::Bind()
-                                  .Ctx<ffi::ThreadPool>()
-                                  .Arg<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Ret<ffi::AnyBuffer>()
-                                  .Attr<int64_t>("window")
-                                  .Attr<int32_t>("edge")
-                                  .Attr<int64_t>("outer")
-                                  .Attr<int64_t>("steps")
-                                  .Attr<int64_t>("inner"));
+                              BindCustomCall(ffi::Ffi::Bind().Ctx<ffi::ThreadPool>()));
 
 const bool kRegistered = (RegisterXlaHandler(kXlaHostPlatform, kHostHandler), true);
 

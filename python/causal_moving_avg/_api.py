@@ -1,50 +1,21 @@
 """The Python API of the op: argument checks with clear errors, then the compiled kernel."""
 
-import numbers
-
 import numpy as np
 import tensorflow as tf
 
+from causal_moving_avg._checks import (
+    DTYPES,
+    check_edge,
+    check_not_masked,
+    check_rank,
+    check_window,
+    dtype_error,
+    resolve_axis,
+)
 from causal_moving_avg._loader import ops
 
-EDGES = ("zeros", "partial")
-DTYPES = (tf.float16, tf.bfloat16, tf.float32, tf.float64)
-_DTYPE_SET = frozenset(DTYPES)  # a set: membership is a hash, not four DType comparisons
-_MAX_WINDOW = 2**63 - 1  # the op's window attribute is an int64
-
-
-def check_window(window) -> int:
-    if isinstance(window, bool) or not isinstance(window, numbers.Integral):
-        raise TypeError(f"window must be an int >= 1, got {window!r} of type {type(window).__name__}")
-    if not 1 <= window <= _MAX_WINDOW:
-        raise ValueError(f"window must be an int >= 1 (and below 2**63), got {window}")
-    return int(window)
-
-
-def check_edge(edge) -> str:
-    if not isinstance(edge, str) or edge not in EDGES:
-        raise ValueError(f"edge must be one of {EDGES}, got {edge!r}")
-    return edge
-
-
-def resolve_axis(axis, rank) -> int:
-    """Checks `axis` against `rank` (None when unknown); None means Conv1D's steps axis."""
-    if axis is None:
-        if rank is None:
-            raise ValueError("axis=None needs a tensor of known rank; pass axis explicitly")
-        return 1 if rank >= 2 else 0
-    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
-        raise TypeError(f"axis must be an int, got {axis!r} of type {type(axis).__name__}")
-    if rank is not None and not -rank <= axis < rank:
-        raise ValueError(
-            f"axis {axis} is out of range for a tensor of rank {rank} (allowed: {-rank} to {rank - 1})"
-        )
-    return int(axis)
-
-
-def check_not_masked(x, name="x"):
-    if isinstance(x, np.ma.MaskedArray):
-        raise TypeError(f"{name} must not be a masked array: its masked values would be averaged (fill them)")
+# The op's dtypes as TensorFlow names them; a set, so membership is a hash, not four comparisons.
+_TF_DTYPES = frozenset(tf.as_dtype(name) for name in DTYPES)
 
 
 def to_input_tensor(x) -> tf.Tensor:
@@ -54,18 +25,16 @@ def to_input_tensor(x) -> tf.Tensor:
         if isinstance(x, (tf.RaggedTensor, tf.SparseTensor)):
             kind = type(x).__name__
             raise TypeError(f"x must be a dense tensor, got a {kind} (convert it with .to_tensor())")
-        check_not_masked(x)
+        check_not_masked(x, "x")
         if not tf.is_tensor(x) and (hasattr(x, "__array__") or isinstance(x, memoryview)):
             x = np.asarray(x)  # pandas, memoryviews and other typed array-likes keep their dtype
         if tf.is_tensor(x) or isinstance(x, (np.ndarray, np.generic)):
             x = tf.convert_to_tensor(x)  # keeps the array's dtype: no silent cast
         else:
             x = tf.convert_to_tensor(x, dtype_hint=tf.float32)  # Python numbers, as TF's default
-    if x.dtype not in _DTYPE_SET:
-        names = ", ".join(d.name for d in DTYPES)
-        raise TypeError(f"x must have dtype {names}; got {x.dtype.name} (cast it first)")
-    if x.shape.rank == 0:
-        raise ValueError("x must have rank >= 1 (a sequence), got a scalar")
+    if x.dtype not in _TF_DTYPES:
+        raise dtype_error("x", x.dtype.name)
+    check_rank(x.shape.rank, "x")
     return x
 
 

@@ -2,7 +2,8 @@
 
 import keras
 
-from causal_moving_avg._api import causal_moving_avg, check_edge, check_window, resolve_axis
+from causal_moving_avg._api import causal_moving_avg
+from causal_moving_avg._checks import check_edge, check_window, resolve_axis
 
 
 @keras.saving.register_keras_serializable(package="causal_moving_avg")

@@ -1,24 +1,24 @@
 // The GPU launcher's host-side interface, free of TensorFlow and of CUDA device code: which
 // kernel a shape runs, the scratch it needs, and one type-erased entry point. The TF GPU kernel,
 // the XLA CUDA handler and the standalone harness all launch through LaunchOnGpu; the kernels
-// themselves live in causal_moving_avg_gpu.cu.
-#ifndef CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_GPU_H_
-#define CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_GPU_H_
+// themselves live in gpu_kernels.cu.
+#ifndef CAUSAL_MOVING_AVG_CC_CORE_GPU_LAUNCH_H_
+#define CAUSAL_MOVING_AVG_CC_CORE_GPU_LAUNCH_H_
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
-#include "cc/kernels/causal_moving_avg_core.h"
-#include "cc/kernels/causal_moving_avg_tile_scan.h"
+#include "cc/core/numerics.h"
+#include "cc/core/tile_scan.h"
+#include "cc/core/types.h"
 
 namespace causal_moving_avg {
 
 // Which kernel a shape runs. One thread per lane coalesces only when a warp's lanes are
-// contiguous (inner >= 32): such wide layouts run the core's blocked running sums. Narrow ones sum
-// short windows directly (each output reads its W inputs, coalesced across the warp, the overlap
-// served from L1/L2) and longer ones by tile scans (causal_moving_avg_tile_scan.h).
-// kAuto means ChooseGpuKernel's choice; the harness forces the others to compare them.
+// contiguous (inner >= 32): such wide layouts run the running sums of the plan's units. Narrow ones
+// sum short windows directly (gpu_direct.h) and longer ones by tile scans (tile_scan.h). kAuto
+// means ChooseGpuKernel's choice; the harness forces the others to compare them.
 // kGpuDirectMaxWindow comes from that comparison on an H200 (float32, 2^28 elements, inner 1 and
 // 8): direct sums were faster up to W = 16, the tile scan from W = 32.
 enum class GpuKernel { kAuto, kDirect, kTileScan, kRunning };
@@ -65,4 +65,4 @@ cudaError_t LaunchOnGpu(DType dtype, cudaStream_t stream, int sm_count, Geometry
 
 }  // namespace causal_moving_avg
 
-#endif  // CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_GPU_H_
+#endif  // CAUSAL_MOVING_AVG_CC_CORE_GPU_LAUNCH_H_

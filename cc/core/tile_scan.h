@@ -11,23 +11,25 @@
 //                            + sums of the Wc / tile_steps whole tiles before t0 (tile sums)
 // The head lies in the span the tile reads anyway (the leaving values); the tile sums come from a
 // first pass (TileSums) that only windows of at least a tile need. So an output costs two input
-// reads plus Wc / tile_steps^2 tile sums whatever W is, the prefix sums are block scans in shared
-// memory, and every tile restarts from the input, so rounding cannot drift. Tile sums are kept as
-// CarefulWindows (finite sum + counts of NaN/+Inf/-Inf). A lane whose sums meet a NaN/Inf (or
-// overflow) in a tile is redone by CarefulMeans from a careful anchor built the same way (tile
+// reads plus Wc / tile_steps^2 tile sums whatever W is, the prefix sums are thread-block scans in
+// shared memory, and every tile restarts from the input, so rounding cannot drift. Tile sums are
+// kept as CarefulWindows (finite sum + counts of NaN/+Inf/-Inf). A lane whose sums meet a NaN/Inf
+// (or overflow) in a tile is redone by CarefulMeans from a careful anchor built the same way (tile
 // sums + head), so the redo also costs O(tile + Wc / tile) and never re-reads the W inputs.
 //
 // Per-thread state never crosses a phase (the emulation could not keep it): what one phase
 // hands to the next goes through the shared-memory scratch, and what is computed between phases
 // is the same for every thread of the block.
-#ifndef CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_TILE_SCAN_H_
-#define CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_TILE_SCAN_H_
+#ifndef CAUSAL_MOVING_AVG_CC_CORE_TILE_SCAN_H_
+#define CAUSAL_MOVING_AVG_CC_CORE_TILE_SCAN_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 
-#include "cc/kernels/causal_moving_avg_core.h"
+#include "cc/core/numerics.h"
+#include "cc/core/running_means.h"
+#include "cc/core/types.h"
 
 namespace causal_moving_avg {
 
@@ -104,15 +106,17 @@ struct TileScratch {
   static constexpr size_t kCellBytes = kPaddedCells * (sizeof(Sum) + sizeof(Acc));
   static constexpr size_t kBytes =
       kCellBytes + 4 * kTileThreads * sizeof(Sum) + kTileMaxInner * sizeof(int);
-  static_assert(2 * kTileThreads * sizeof(Careful) <= kCellBytes, "careful sums reuse the cells");
-  static_assert(kBytes <= 48 * 1024, "the static shared-memory limit of a block");
+  static_assert(2 * kTileThreads * sizeof(Careful) <= kCellBytes + 4 * kTileThreads * sizeof(Sum),
+                "careful sums reuse the cells' and the scans' bytes");
+  static_assert(kBytes <= 48 * 1024, "the static shared-memory limit of a thread block");
 
   Sum* cells;  // one per (step, lane) of the tile: differences, then their prefix sums
   Acc* means;  // the outputs, staged for a coalesced store
-  DoubleBuffer<Sum> partial;  // per thread: its steps' sum, then scanned across its lane's threads
-  DoubleBuffer<Sum> anchor;   // per thread: its share of A, then summed across its lane's threads
-  // Per thread, careful sums (tile sums, and the redo's anchor): they reuse the cells' bytes,
-  // never in use at the same time.
+  DoubleBuffer<Sum>
+      thread_sums;           // per thread: its steps' sum, then scanned across its lane's threads
+  DoubleBuffer<Sum> anchor;  // per thread: its share of A, then summed across its lane's threads
+  // Per thread, careful sums (tile sums, and the redo's anchor): they reuse the bytes of the cells
+  // and of the two scans above, never in use at the same time.
   DoubleBuffer<Careful> careful;
   int* bad_lane;  // lanes whose sums are not finite
 
@@ -122,9 +126,9 @@ struct TileScratch {
     s.means = reinterpret_cast<Acc*>(s.cells + kPaddedCells);
     s.careful = {reinterpret_cast<Careful*>(bytes), nullptr};
     s.careful.spare = s.careful.current + kTileThreads;
-    s.partial = {reinterpret_cast<Sum*>(bytes + kCellBytes), nullptr};
-    s.partial.spare = s.partial.current + kTileThreads;
-    s.anchor = {s.partial.spare + kTileThreads, nullptr};
+    s.thread_sums = {reinterpret_cast<Sum*>(bytes + kCellBytes), nullptr};
+    s.thread_sums.spare = s.thread_sums.current + kTileThreads;
+    s.anchor = {s.thread_sums.spare + kTileThreads, nullptr};
     s.anchor.spare = s.anchor.current + kTileThreads;
     s.bad_lane = reinterpret_cast<int*>(s.anchor.spare + kTileThreads);
     return s;
@@ -208,33 +212,45 @@ CMA_HOST_DEVICE void TileSums(const Block& block, const TileScanPlan& plan, cons
   });
 }
 
-// Second pass: the outputs of tile `tile`. `sums` holds TileSums' results (unused when
-// plan.whole_tiles == 0).
-template <typename T, typename Sum, typename Block>
-CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, const T* x, T* y,
-                               const CarefulWindow<Sum>* sums, int64_t tile,
-                               const TileScratch<Sum>& scratch) {
-  using Acc = typename Sum::Value;
+// What every step of TileMeans knows of its tile: where it lies and what precedes it.
+template <typename T, typename Sum>
+struct TileView {
+  int64_t tile_in_row;
+  int64_t t0, t1;      // its steps
+  int64_t first_tile;  // the first of the whole tiles summed into A (may be < 0: none before 0)
+  const T* row_x;
+  T* row_y;
+  const CarefulWindow<Sum>* row_sums;  // the row's tile sums (TileSums' results)
+};
+
+template <typename T, typename Sum>
+CMA_HOST_DEVICE TileView<T, Sum> TileAt(const TileScanPlan& plan, const T* x, T* y,
+                                        const CarefulWindow<Sum>* sums, int64_t tile) {
   const int64_t inner = plan.geometry.inner;
   const int64_t steps = plan.geometry.steps;
-  const int64_t per_lane = plan.threads_per_lane;
   const int64_t row = tile / plan.tiles_per_row;
-  const int64_t block_in_row = tile % plan.tiles_per_row;
-  const int64_t t0 = block_in_row * plan.tile_steps;
-  const int64_t t1 = Min64(steps, t0 + plan.tile_steps);
-  const T* row_x = x + row * steps * inner;
-  T* row_y = y + row * steps * inner;
-  const CarefulWindow<Sum>* row_sums = sums + row * plan.tiles_per_row * inner;
-  const int64_t first_tile = block_in_row - plan.whole_tiles;  // of those summed into A
-  const Acc inv_window = Acc(1) / static_cast<Acc>(plan.window);
-  DoubleBuffer<Sum> partial = scratch.partial;
-  DoubleBuffer<Sum> anchor = scratch.anchor;
-  DoubleBuffer<CarefulWindow<Sum>> careful = scratch.careful;
-  constexpr int64_t kItems = TileItems<Sum>();
+  TileView<T, Sum> view;
+  view.tile_in_row = tile % plan.tiles_per_row;
+  view.t0 = view.tile_in_row * plan.tile_steps;
+  view.t1 = Min64(steps, view.t0 + plan.tile_steps);
+  view.first_tile = view.tile_in_row - plan.whole_tiles;
+  view.row_x = x + row * steps * inner;
+  view.row_y = y + row * steps * inner;
+  view.row_sums = sums + row * plan.tiles_per_row * inner;
+  return view;
+}
 
-  // Load: differences entering - leaving into cells, and each thread's share of A (a tile sum
-  // that holds a NaN/Inf makes the share NaN, so the lane is redone). All loads come first, so
-  // none waits for a shared-memory store.
+// Step 1. Differences entering - leaving into the cells, and each thread's share of A (a tile
+// sum that holds a NaN/Inf makes the share NaN, so the lane is redone). All loads come first, so
+// none waits for a shared-memory store.
+template <typename T, typename Sum, typename Block>
+CMA_HOST_DEVICE void LoadDifferences(const Block& block, const TileScanPlan& plan,
+                                     const TileView<T, Sum>& tile,
+                                     const TileScratch<Sum>& scratch) {
+  using Acc = typename Sum::Value;
+  constexpr int64_t kItems = TileItems<Sum>();
+  const int64_t inner = plan.geometry.inner;
+  const int64_t per_lane = plan.threads_per_lane;
   block.Phase([&](int tid) {
     const TileThread th = TileThreadAt(plan, tid);
     Sum anchor_share;
@@ -244,36 +260,40 @@ CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, con
       CMA_UNROLL
       for (int64_t m = 0; m < kItems; ++m) {
         const int64_t k = th.j + m * per_lane;  // coalesced across threads
-        const int64_t t = t0 + k;
+        const int64_t t = tile.t0 + k;
         const int64_t t_leaving = t - plan.summed_window;
-        const bool in_tile = t < t1;
+        const bool in_tile = t < tile.t1;
         leaving[m] = t_leaving >= 0 && (in_tile || k < plan.head_steps)
-                         ? static_cast<Acc>(row_x[t_leaving * inner + th.lane])
+                         ? static_cast<Acc>(tile.row_x[t_leaving * inner + th.lane])
                          : Acc(0);
-        entering[m] = in_tile ? static_cast<Acc>(row_x[t * inner + th.lane]) : Acc(0);
+        entering[m] = in_tile ? static_cast<Acc>(tile.row_x[t * inner + th.lane]) : Acc(0);
       }
       CMA_UNROLL
       for (int64_t m = 0; m < kItems; ++m) {
         const int64_t k = th.j + m * per_lane;
         if (k < plan.head_steps) anchor_share.Add(leaving[m]);
         Sum difference;
-        if (t0 + k < t1) {
-          difference.Add(entering[m]);
-          difference.Add(-leaving[m]);
-        }
+        if (tile.t0 + k < tile.t1) difference.Slide(entering[m], leaving[m]);
         scratch.cells[PaddedCell(k * inner + th.lane)] = difference;
       }
     }
-    for (int64_t b = Max64(0, first_tile) + th.j; th.active && b < block_in_row; b += per_lane) {
-      const CarefulWindow<Sum>& tile_sum = row_sums[b * inner + th.lane];
-      anchor_share.Merge(tile_sum.finite_sum.Scaled(kCarefulScaleUp));
+    for (int64_t b = Max64(0, tile.first_tile) + th.j; th.active && b < tile.tile_in_row;
+         b += per_lane) {
+      const CarefulWindow<Sum>& tile_sum = tile.row_sums[b * inner + th.lane];
+      anchor_share.Merge(tile_sum.finite_sum);
       if (!tile_sum.AllFinite()) anchor_share.Add(std::numeric_limits<Acc>::quiet_NaN());
     }
-    anchor.current[tid] = anchor_share;
+    scratch.anchor.current[tid] = anchor_share;
     if (tid < kTileMaxInner) scratch.bad_lane[tid] = 0;
   });
+}
 
-  // Each thread's consecutive steps, scanned serially.
+// Step 2. Each thread's consecutive steps, scanned serially; the thread's total for step 3.
+template <typename Sum, typename Block>
+CMA_HOST_DEVICE void ScanThreadSteps(const Block& block, const TileScanPlan& plan,
+                                     const TileScratch<Sum>& scratch) {
+  constexpr int64_t kItems = TileItems<Sum>();
+  const int64_t inner = plan.geometry.inner;
   block.Phase([&](int tid) {
     const TileThread th = TileThreadAt(plan, tid);
     Sum running;
@@ -282,79 +302,118 @@ CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, con
       running.Merge(cell);
       cell = running;
     }
-    partial.current[tid] = running;
+    scratch.thread_sums.current[tid] = running;
   });
+}
 
-  ScanAcrossLaneThreads<Sum>(block, plan, &partial, &anchor);
-
-  // Window sums = A + the lane's exclusive prefix before this thread + the thread's own prefix.
+// Step 4. Window sums = A + the lane's exclusive prefix before this thread + the thread's own
+// prefix; the means staged in shared memory, lanes whose sums are not finite flagged.
+template <typename T, typename Sum, typename Block>
+CMA_HOST_DEVICE void ComputeMeans(const Block& block, const TileScanPlan& plan,
+                                  const TileView<T, Sum>& tile, const TileScratch<Sum>& scratch,
+                                  const DoubleBuffer<Sum>& thread_prefix,
+                                  const DoubleBuffer<Sum>& anchor) {
+  using Acc = typename Sum::Value;
+  constexpr int64_t kItems = TileItems<Sum>();
+  const int64_t inner = plan.geometry.inner;
+  const InverseDivisors<Acc> divisors(plan.edge, plan.window);
   block.Phase([&](int tid) {
     const TileThread th = TileThreadAt(plan, tid);
     if (!th.active) return;
-    Sum base = anchor.current[(per_lane - 1) * inner + th.lane];
-    if (th.j > 0) base.Merge(partial.current[(th.j - 1) * inner + th.lane]);
+    Sum base = anchor.current[(plan.threads_per_lane - 1) * inner + th.lane];
+    if (th.j > 0) base.Merge(thread_prefix.current[(th.j - 1) * inner + th.lane]);
     for (int64_t m = 0; m < kItems; ++m) {
       const int64_t k = th.j * kItems + m;
-      const int64_t t = t0 + k;
-      if (t >= t1) break;
+      const int64_t t = tile.t0 + k;
+      if (t >= tile.t1) break;
       Sum window_sum = base;
       window_sum.Merge(scratch.cells[PaddedCell(k * inner + th.lane)]);
       const Acc sum = window_sum.Get();
       if (!IsFinite(sum)) scratch.bad_lane[th.lane] = 1;
-      // A product with the reciprocal: a float64 division per output is slow on a GPU.
-      const Acc inv = (plan.edge == Edge::kPartial && t < plan.window)
-                          ? Acc(1) / static_cast<Acc>(t + 1)
-                          : inv_window;
-      scratch.means[PaddedCell(k * inner + th.lane)] = sum * inv;
+      scratch.means[PaddedCell(k * inner + th.lane)] = sum * divisors.At(t);
     }
   });
+}
 
-  // Coalesced store of the lanes whose sums stayed finite.
+// Step 5. Coalesced store of the lanes whose sums stayed finite.
+template <typename T, typename Sum, typename Block>
+CMA_HOST_DEVICE void StoreMeans(const Block& block, const TileScanPlan& plan,
+                                const TileView<T, Sum>& tile, const TileScratch<Sum>& scratch) {
+  constexpr int64_t kItems = TileItems<Sum>();
+  const int64_t inner = plan.geometry.inner;
   block.Phase([&](int tid) {
     const TileThread th = TileThreadAt(plan, tid);
     if (!th.active || scratch.bad_lane[th.lane]) return;
     CMA_UNROLL
     for (int64_t m = 0; m < kItems; ++m) {
-      const int64_t k = th.j + m * per_lane;
-      if (t0 + k >= t1) break;
-      row_y[(t0 + k) * inner + th.lane] =
+      const int64_t k = th.j + m * plan.threads_per_lane;
+      if (tile.t0 + k >= tile.t1) break;
+      tile.row_y[(tile.t0 + k) * inner + th.lane] =
           RoundTo<T>(scratch.means[PaddedCell(k * inner + th.lane)]);
     }
   });
+}
 
-  // Rare: lanes that met a NaN/Inf (or overflowed) are redone counting non-finite values. Read
-  // after a barrier, the flags are the same for every thread, so all take the same branch.
-  bool any_bad = false;
-  for (int64_t lane = 0; lane < inner; ++lane) any_bad = any_bad || scratch.bad_lane[lane] != 0;
-  if (!any_bad) return;
-  // The careful A: the lane's threads share the tile sums and the head, as in the load phase.
+// Step 6 (rare). Lanes that met a NaN/Inf (or overflowed) are redone counting non-finite values,
+// from a careful A that the lane's threads build from the tile sums and the head as in step 1;
+// then one thread per lane runs the tile serially: O(tile), never the W inputs before it.
+template <typename T, typename Sum, typename Block>
+CMA_HOST_DEVICE void RedoBadLanes(const Block& block, const TileScanPlan& plan,
+                                  const TileView<T, Sum>& tile, const TileScratch<Sum>& scratch) {
+  using Acc = typename Sum::Value;
+  const int64_t inner = plan.geometry.inner;
+  const int64_t per_lane = plan.threads_per_lane;
+  DoubleBuffer<CarefulWindow<Sum>> careful = scratch.careful;
   block.Phase([&](int tid) {
     const TileThread th = TileThreadAt(plan, tid);
     CarefulWindow<Sum> share;
     if (th.active && scratch.bad_lane[th.lane]) {
       for (int64_t k = th.j; k < plan.head_steps; k += per_lane) {
-        const int64_t t_leaving = t0 + k - plan.summed_window;
-        if (t_leaving >= 0) share.Add(static_cast<Acc>(row_x[t_leaving * inner + th.lane]), 1);
+        const int64_t t_leaving = tile.t0 + k - plan.summed_window;
+        if (t_leaving >= 0) share.Add(static_cast<Acc>(tile.row_x[t_leaving * inner + th.lane]), 1);
       }
-      for (int64_t b = Max64(0, first_tile) + th.j; b < block_in_row; b += per_lane) {
-        share.Merge(row_sums[b * inner + th.lane]);
+      for (int64_t b = Max64(0, tile.first_tile) + th.j; b < tile.tile_in_row; b += per_lane) {
+        share.Merge(tile.row_sums[b * inner + th.lane]);
       }
     }
     careful.current[tid] = share;
   });
   ScanAcrossLaneThreads<CarefulWindow<Sum>>(block, plan, &careful, nullptr);
-  // One thread per lane then runs the tile serially: O(tile), never the W inputs before it.
   block.Phase([&](int tid) {
     const TileThread th = TileThreadAt(plan, tid);
     if (th.active && th.j == 0 && scratch.bad_lane[th.lane]) {
-      CarefulMeans<T, Sum>(careful.current[(per_lane - 1) * inner + th.lane], row_x + th.lane,
-                           row_y + th.lane, inner, t0, t1, plan.window, plan.edge);
+      CarefulMeans<T, Sum>(careful.current[(per_lane - 1) * inner + th.lane], tile.row_x + th.lane,
+                           tile.row_y + th.lane, inner, tile.t0, tile.t1, plan.window, plan.edge);
     }
   });
 }
 
-// The host executor: runs a phase for every thread in turn (the barrier is implicit).
-struct HostBlock {
+// Second pass: the outputs of tile `tile`. `sums` holds TileSums' results (unused when
+// plan.whole_tiles == 0).
+template <typename T, typename Sum, typename Block>
+CMA_HOST_DEVICE void TileMeans(const Block& block, const TileScanPlan& plan, const T* x, T* y,
+                               const CarefulWindow<Sum>* sums, int64_t tile_index,
+                               const TileScratch<Sum>& scratch) {
+  const TileView<T, Sum> tile = TileAt(plan, x, y, sums, tile_index);
+  LoadDifferences(block, plan, tile, scratch);
+  ScanThreadSteps(block, plan, scratch);
+  // Step 3: the threads' totals and the shares of A, each scanned across the lane's threads.
+  DoubleBuffer<Sum> thread_prefix = scratch.thread_sums;
+  DoubleBuffer<Sum> anchor = scratch.anchor;
+  ScanAcrossLaneThreads<Sum>(block, plan, &thread_prefix, &anchor);
+  ComputeMeans(block, plan, tile, scratch, thread_prefix, anchor);
+  StoreMeans(block, plan, tile, scratch);
+  // Read after a barrier, the flags are the same for every thread, so all take the same branch.
+  bool any_bad = false;
+  for (int64_t lane = 0; lane < plan.geometry.inner; ++lane) {
+    any_bad = any_bad || scratch.bad_lane[lane] != 0;
+  }
+  if (any_bad) RedoBadLanes(block, plan, tile, scratch);
+}
+
+// The host executor: runs a phase for every thread of the thread block in turn (the barrier is
+// implicit).
+struct HostThreadBlock {
   template <typename Body>
   void Phase(Body&& body) const {
     for (int tid = 0; tid < kTileThreads; ++tid) body(tid);
@@ -363,4 +422,4 @@ struct HostBlock {
 
 }  // namespace causal_moving_avg
 
-#endif  // CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_TILE_SCAN_H_
+#endif  // CAUSAL_MOVING_AVG_CC_CORE_TILE_SCAN_H_

@@ -1,16 +1,20 @@
 // The CUDA kernels of CausalMovingAvg and their launcher: device code only, free of TensorFlow.
 // Every caller (the TF GPU kernel, the XLA CUDA handler, the harness) enters through LaunchOnGpu
-// (causal_moving_avg_gpu.h). 16-bit inputs run as CUDA's own half types, which have the same
-// layout as Eigen's and NumPy's.
+// (gpu_launch.h). 16-bit inputs run as CUDA's own half types, which have the same layout as
+// Eigen's and NumPy's.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
-#include "cc/kernels/causal_moving_avg_core.h"
-#include "cc/kernels/causal_moving_avg_gpu.h"
-#include "cc/kernels/causal_moving_avg_tile_scan.h"
+#include "cc/core/gpu_direct.h"
+#include "cc/core/gpu_launch.h"
+#include "cc/core/numerics.h"
+#include "cc/core/plan.h"
+#include "cc/core/running_means.h"
+#include "cc/core/tile_scan.h"
+#include "cc/core/types.h"
 
 namespace causal_moving_avg {
 
@@ -26,7 +30,7 @@ __global__ void DirectMeanKernel(Geometry geometry, int64_t window, Edge edge,
                       static_cast<int64_t>(gridDim.x) * blockDim.x);
 }
 
-// The core's blocked running sums, one thread per (row, block of steps, lane): consecutive
+// The running sums of the plan's units, one thread per (row, segment of steps, lane): consecutive
 // threads take consecutive lanes, so a warp's loads and stores are coalesced when inner >= 32.
 template <typename T>
 __global__ void RunningMeanUnitsKernel(Plan plan, const T* __restrict__ x, T* __restrict__ y) {
@@ -39,7 +43,7 @@ __global__ void RunningMeanUnitsKernel(Plan plan, const T* __restrict__ x, T* __
 }
 
 // The device executor of the tile scan's phases: every thread runs the phase, then a barrier.
-struct DeviceBlock {
+struct DeviceThreadBlock {
   template <typename Body>
   __device__ void Phase(Body&& body) const {
     body(static_cast<int>(threadIdx.x));
@@ -57,7 +61,7 @@ __global__ void __launch_bounds__(kTileThreads)
   __shared__ alignas(16) unsigned char shared[TileScratch<Sum>::kBytes];
   const TileScratch<Sum> scratch = TileScratch<Sum>::Carve(shared);
   for (int64_t tile = blockIdx.x; tile < plan.num_tiles; tile += gridDim.x) {
-    TileSums(DeviceBlock(), plan, x, sums, tile, scratch);
+    TileSums(DeviceThreadBlock(), plan, x, sums, tile, scratch);
   }
 }
 
@@ -69,7 +73,7 @@ __global__ void __launch_bounds__(kTileThreads)
   __shared__ alignas(16) unsigned char shared[TileScratch<Sum>::kBytes];
   const TileScratch<Sum> scratch = TileScratch<Sum>::Carve(shared);
   for (int64_t tile = blockIdx.x; tile < plan.num_tiles; tile += gridDim.x) {
-    TileMeans(DeviceBlock(), plan, x, y, sums, tile, scratch);
+    TileMeans(DeviceThreadBlock(), plan, x, y, sums, tile, scratch);
   }
 }
 
@@ -122,18 +126,14 @@ cudaError_t LaunchOnGpu(DType dtype, cudaStream_t stream, int sm_count, Geometry
                         int64_t window, Edge edge, const void* x, void* y, void* scratch,
                         GpuKernel kernel) {
   switch (dtype) {
-    case DType::kFloat16:
-      return Launch(stream, sm_count, geometry, window, edge, static_cast<const __half*>(x),
-                    static_cast<__half*>(y), scratch, kernel);
-    case DType::kBfloat16:
-      return Launch(stream, sm_count, geometry, window, edge, static_cast<const __nv_bfloat16*>(x),
-                    static_cast<__nv_bfloat16*>(y), scratch, kernel);
-    case DType::kFloat32:
-      return Launch(stream, sm_count, geometry, window, edge, static_cast<const float*>(x),
-                    static_cast<float*>(y), scratch, kernel);
-    case DType::kFloat64:
-      return Launch(stream, sm_count, geometry, window, edge, static_cast<const double*>(x),
-                    static_cast<double*>(y), scratch, kernel);
+#define CMA_LAUNCH(enumerator, name)                                                  \
+  case DType::enumerator: {                                                           \
+    using T = CppTypeOf<__half, __nv_bfloat16, DType::enumerator>;                    \
+    return Launch(stream, sm_count, geometry, window, edge, static_cast<const T*>(x), \
+                  static_cast<T*>(y), scratch, kernel);                               \
+  }
+    CMA_FOR_EACH_DTYPE(CMA_LAUNCH)
+#undef CMA_LAUNCH
   }
   return cudaErrorInvalidValue;
 }

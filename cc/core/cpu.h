@@ -1,0 +1,92 @@
+// The CPU entry point, shared by the TF CPU kernel, the XLA Host handler and the NumPy binding:
+// ComputeUnits over a shard of the plan's units, how to cut a call into shards, and the output's
+// huge-page hint. Host only.
+#ifndef CAUSAL_MOVING_AVG_CC_CORE_CPU_H_
+#define CAUSAL_MOVING_AVG_CC_CORE_CPU_H_
+
+#include <sys/mman.h>
+
+#include <cstdint>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
+#include "cc/core/numerics.h"
+#include "cc/core/plan.h"
+#include "cc/core/running_means.h"
+#include "cc/core/types.h"
+
+namespace causal_moving_avg {
+
+// How many shards a CPU call cuts its units into for `threads` workers: as many as asked, but
+// none below kMinShardElements elements, where handing work to another thread costs more than it
+// saves.
+constexpr int64_t kMinShardElements = int64_t{1} << 15;
+inline int64_t ShardCount(const Plan& plan, int64_t threads) {
+  const Geometry& g = plan.geometry;
+  const int64_t by_size = g.outer * g.steps * g.inner / kMinShardElements;
+  return Max64(1, Min64(Min64(threads, plan.num_units), by_size));
+}
+
+// The units of shard `shard` of `shards`: contiguous and balanced.
+inline void ShardUnits(const Plan& plan, int64_t shard, int64_t shards, int64_t* begin,
+                       int64_t* end) {
+  *begin = plan.num_units * shard / shards;
+  *end = plan.num_units * (shard + 1) / shards;
+}
+
+// TensorFlow's and XLA's CPU allocators hand large outputs out as fresh pages, and with
+// transparent huge pages in "madvise" mode (the common Linux default) their first touch costs one
+// fault per 4 KiB: about half of a large call on some hosts. NumPy asks for huge pages on large
+// arrays; so do we, for the whole 2 MiB pages inside an output. Only a hint: without THP it does
+// nothing.
+inline void HintHugePages(void* data, int64_t bytes) {
+  constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
+  if (bytes < static_cast<int64_t>(kHugePage)) return;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHugePage - 1) & ~(kHugePage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHugePage - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
+// Host code is compiled twice, for AVX2 and for the baseline, and the loader picks one per CPU:
+// AVX2 doubles the width of the float64 arithmetic. Without FMA (not part of the "avx2" target)
+// both versions round every operation identically, so results do not depend on the CPU.
+// `flatten` inlines the whole unit into each version.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define CMA_CPU_VERSIONS __attribute__((target_clones("avx2", "default"), flatten))
+#else
+#define CMA_CPU_VERSIONS
+#endif
+
+// IEEE arithmetic with subnormals for the scope: TensorFlow's and XLA's CPU threads flush them
+// to zero (FTZ/DAZ), other callers' threads do not, and the op gives the same bits on every
+// thread (tiny float64 values would otherwise lose the compensation of their sums, and means
+// below the smallest normal number would read 0).
+class ScopedSubnormals {
+ public:
+#if defined(__x86_64__) || defined(__i386__)
+  ScopedSubnormals() : saved_(_mm_getcsr()) {
+    _mm_setcsr(saved_ & ~(kFlushToZero | kDenormalsAreZero));
+  }
+  ~ScopedSubnormals() { _mm_setcsr(saved_); }
+
+ private:
+  static constexpr unsigned kFlushToZero = 1u << 15;
+  static constexpr unsigned kDenormalsAreZero = 1u << 6;
+  const unsigned saved_;
+#endif
+};
+
+// Computes units [begin, end) on the calling thread.
+template <typename T>
+CMA_CPU_VERSIONS void ComputeUnits(const Plan& plan, const T* x, T* y, int64_t begin, int64_t end) {
+  const ScopedSubnormals subnormals;
+  SumOf<T> acc[kMaxUnitLanes];
+  for (int64_t unit = begin; unit < end; ++unit) ComputeUnit<T>(plan, x, y, unit, acc);
+}
+
+}  // namespace causal_moving_avg
+
+#endif  // CAUSAL_MOVING_AVG_CC_CORE_CPU_H_

@@ -1,0 +1,78 @@
+// The GPU's direct kernel, one thread's work, for short windows on narrow layouts: each output
+// sums its own window (coalesced across a warp, the overlap served from cache), exact by
+// construction, nothing carried between outputs. Host-callable, so tests run every thread of a
+// grid on the CPU.
+#ifndef CAUSAL_MOVING_AVG_CC_CORE_GPU_DIRECT_H_
+#define CAUSAL_MOVING_AVG_CC_CORE_GPU_DIRECT_H_
+
+#include <cstdint>
+
+#include "cc/core/numerics.h"
+#include "cc/core/types.h"
+
+namespace causal_moving_avg {
+
+// How many outputs one thread sums together. Their loads are independent, so a thread keeps that
+// many memory requests in flight: with one output at a time, all resident threads together hold
+// too few bytes in flight to cover the memory latency.
+constexpr int kDirectOutputsPerThread = 4;
+
+// Outputs first, first + stride, ... (a grid-stride loop), kDirectOutputsPerThread at a time with
+// their loads interleaved.
+template <typename T>
+CMA_HOST_DEVICE void DirectMeansOfThread(Geometry geometry, int64_t window, Edge edge,
+                                         const T* __restrict__ x, T* __restrict__ y, int64_t first,
+                                         int64_t stride) {
+  using Sum = SumOf<T>;
+  using Acc = typename Sum::Value;
+  constexpr int kGroup = kDirectOutputsPerThread;
+  const InverseDivisors<Acc> divisors(edge, window);
+  const int64_t count = geometry.outer * geometry.steps * geometry.inner;
+  const int64_t longest = Min64(window, geometry.steps);
+  // Flat index i = (row * steps + t) * inner + lane. A thread steps (t, lane) by the stride's
+  // (dt, dlane) instead of dividing per output.
+  const int64_t dlane = stride % geometry.inner;
+  const int64_t dt = (stride / geometry.inner) % geometry.steps;
+  int64_t lane = first % geometry.inner;
+  int64_t t = (first / geometry.inner) % geometry.steps;
+  for (int64_t i = first; i < count; i += kGroup * stride) {
+    int64_t index[kGroup];
+    int64_t terms[kGroup];  // min(W, t + 1) inputs; 0 past the end
+    CMA_UNROLL
+    for (int u = 0; u < kGroup; ++u) {
+      index[u] = i + u * stride;
+      terms[u] = index[u] < count ? Min64(window, t + 1) : 0;
+      lane += dlane;
+      const int64_t carry = lane >= geometry.inner ? 1 : 0;
+      lane -= carry * geometry.inner;
+      t += dt + carry;  // < 2 * steps, so one wrap at most
+      if (t >= geometry.steps) t -= geometry.steps;
+    }
+    Sum sums[kGroup];
+    for (int64_t k = 0; k < longest; ++k) {
+      CMA_UNROLL
+      for (int u = 0; u < kGroup; ++u) {
+        if (k < terms[u]) sums[u].Add(static_cast<Acc>(x[index[u] - k * geometry.inner]));
+      }
+    }
+    CMA_UNROLL
+    for (int u = 0; u < kGroup; ++u) {
+      if (terms[u] == 0) continue;
+      // Any step t with t + 1 = terms divides as this output's step does.
+      const Acc inv = divisors.At(terms[u] - 1);
+      Acc mean = sums[u].Get() * inv;
+      if (!IsFinite(mean)) {  // rare: a NaN/Inf, or an overflow; as the careful paths do
+        CarefulWindow<Sum> careful;
+        for (int64_t k = 0; k < terms[u]; ++k) {
+          careful.Add(static_cast<Acc>(x[index[u] - k * geometry.inner]), 1);
+        }
+        mean = careful.Mean(inv);
+      }
+      y[index[u]] = RoundTo<T>(mean);
+    }
+  }
+}
+
+}  // namespace causal_moving_avg
+
+#endif  // CAUSAL_MOVING_AVG_CC_CORE_GPU_DIRECT_H_

@@ -1,0 +1,290 @@
+// The arithmetic every path shares, host and device: rounding to the output type, the running
+// sums, the careful window that counts NaN/Inf instead of adding them, and the divisor of each
+// edge mode.
+#ifndef CAUSAL_MOVING_AVG_CC_CORE_NUMERICS_H_
+#define CAUSAL_MOVING_AVG_CC_CORE_NUMERICS_H_
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "cc/core/types.h"
+
+namespace causal_moving_avg {
+
+template <typename Acc>
+CMA_HOST_DEVICE inline bool IsFinite(Acc v) {
+  return v - v == Acc(0);  // NaN - NaN and Inf - Inf are NaN; needs no <cmath> on the device.
+}
+
+template <typename Acc>
+CMA_HOST_DEVICE inline Acc Abs(Acc v) {
+  return v < Acc(0) ? -v : v;
+}
+
+// Rounds a float64 result to float32 "to odd": truncated toward zero, with the last bit set when
+// anything was cut off. Rounding that to a type with at least two fewer bits gives the same as
+// rounding the float64 once.
+CMA_HOST_DEVICE inline float RoundToOddFloat(double v) {
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) != v && v == v) {
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof(bits));
+    if (Abs(f) > Abs(v)) --bits;  // rounded away from zero: one step back
+    bits |= 1u;
+    memcpy(&f, &bits, sizeof(bits));
+  }
+  return f;
+}
+
+// An output, rounded once from its float64 value. 16-bit types convert from float32 (Eigen's,
+// CUDA's and the host's half and bfloat16), which would round twice.
+template <typename T>
+CMA_HOST_DEVICE inline T RoundTo(double v) {
+  if constexpr (sizeof(T) == 2) {
+    return static_cast<T>(RoundToOddFloat(v));
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+// bfloat16 for host code without Eigen or CUDA (the NumPy binding): float32's upper half, rounded
+// to nearest even, NaN kept quiet, as Eigen's bfloat16 does, so both give the same bits.
+struct HostBfloat16 {
+  uint16_t bits;
+  HostBfloat16() = default;
+  explicit HostBfloat16(float f) {
+    uint32_t word;
+    memcpy(&word, &f, sizeof(word));
+    bits = f != f ? static_cast<uint16_t>((word >> 16 & 0x8000) | 0x7FC0)
+                  : static_cast<uint16_t>((word + 0x7FFF + ((word >> 16) & 1)) >> 16);
+  }
+  operator float() const {
+    const uint32_t word = static_cast<uint32_t>(bits) << 16;
+    float f;
+    memcpy(&f, &word, sizeof(f));
+    return f;
+  }
+};
+
+// A running sum in a type much wider than the input: its rounding stays far below the input's.
+template <typename Acc>
+struct PlainSum {
+  using Value = Acc;
+  // Its additions may be regrouped (see RunningMeanFast): the rounding stays far below the input's.
+  static constexpr bool kRegroupable = true;
+  Acc sum = Acc(0);
+  CMA_HOST_DEVICE void Add(Acc v) { sum += v; }
+  // Forms the difference first, so the loop-carried dependency is a single add.
+  CMA_HOST_DEVICE void Slide(Acc entering, Acc leaving) { sum += entering - leaving; }
+  // Adds another partial sum (the GPU's scans combine partial sums of consecutive steps).
+  CMA_HOST_DEVICE void Merge(const PlainSum& other) { sum += other.sum; }
+  CMA_HOST_DEVICE Acc Get() const { return sum; }
+  // The same sum times a power of two (exact, barring overflow and subnormals).
+  CMA_HOST_DEVICE PlainSum Scaled(Acc power_of_two) const { return {sum * power_of_two}; }
+};
+
+// Double inputs have no wider hardware type: a compensated (TwoSum) running sum keeps the error
+// at a few ulps of the window's own magnitude, even after much larger values have passed through.
+struct CompensatedSum {
+  using Value = double;
+  static constexpr bool kRegroupable = false;
+  double sum = 0.0;
+  double compensation = 0.0;
+  CMA_HOST_DEVICE void Add(double v) {
+    const double total = sum + v;
+    const double v_part = total - sum;
+    compensation += (sum - (total - v_part)) + (v - v_part);
+    sum = total;
+  }
+  CMA_HOST_DEVICE void Slide(double entering, double leaving) {
+    Add(entering);
+    Add(-leaving);
+  }
+  CMA_HOST_DEVICE void Merge(const CompensatedSum& other) {
+    Add(other.sum);
+    compensation += other.compensation;
+  }
+  // Once an Inf/NaN is in the sum the compensation is NaN; the sum alone is then the answer.
+  CMA_HOST_DEVICE double Get() const { return IsFinite(sum) ? sum + compensation : sum; }
+  CMA_HOST_DEVICE CompensatedSum Scaled(double power_of_two) const {
+    return {sum * power_of_two, compensation * power_of_two};
+  }
+};
+
+// 16- and 32-bit inputs accumulate in double: a running sum's error, relative to the largest
+// value in its segment, then stays 29+ bits below one rounding of the output. 64-bit inputs
+// accumulate in compensated double.
+template <typename T>
+using SumOf = std::conditional_t<(sizeof(T) < 8), PlainSum<double>, CompensatedSum>;
+
+// Sums of float64 inputs can overflow where their means do not; 16- and 32-bit inputs summed in
+// double cannot (2^63 values of at most 2^128).
+template <typename Sum>
+constexpr bool kSumMayOverflow = std::is_same_v<Sum, CompensatedSum>;
+
+// Overflow needs a value of at least 2^960: 2^63 smaller ones sum to less than 2^1023. Sums of
+// windows that hold one are kept a second time scaled by 2^-64, which cannot overflow.
+constexpr double kBigFrom = 0x1p960;
+constexpr double kOverflowScaleDown = 0x1p-64;
+constexpr double kOverflowScaleUp = 0x1p64;
+
+// What a careful window of float64 values keeps besides: its finite values scaled by
+// kOverflowScaleDown, and how many of them are big (>= kBigFrom). Nothing for the sums of
+// narrower inputs, which cannot overflow.
+template <typename Sum, bool kMayOverflow = kSumMayOverflow<Sum>>
+struct OverflowCopy {};
+template <typename Sum>
+struct OverflowCopy<Sum, true> {
+  Sum scaled_sum;
+  int64_t big = 0;
+};
+
+// A window's running sum that counts NaN/+Inf/-Inf instead of adding them, so that a non-finite
+// value affects exactly the outputs whose window holds it (as direct summation, and Keras
+// Conv1D, do). The fast paths fall back to it when their sum is not finite: after a NaN/Inf, or
+// after a float64 sum overflowed. Its finite values are summed as the fast path sums them (same
+// bits); only a window whose float64 sum overflows takes its mean from the scaled copy.
+template <typename Sum>
+struct CarefulWindow : OverflowCopy<Sum> {
+  using Acc = typename Sum::Value;
+  Sum finite_sum;
+  int64_t nans = 0;
+  int64_t pos_infs = 0;
+  int64_t neg_infs = 0;
+
+  // Adds v (sign +1) or takes it out again (sign -1).
+  CMA_HOST_DEVICE void Add(Acc v, int64_t sign) {
+    if (v != v) {
+      nans += sign;
+    } else if (!IsFinite(v)) {
+      (v > Acc(0) ? pos_infs : neg_infs) += sign;
+    } else {
+      const Acc signed_v = sign > 0 ? v : -v;
+      finite_sum.Add(signed_v);
+      if constexpr (kSumMayOverflow<Sum>) {
+        this->scaled_sum.Add(signed_v * Acc(kOverflowScaleDown));
+        if (Big(v)) this->big += sign;
+      }
+    }
+  }
+  // One step of a sliding window, as the fast path takes it when both values are finite.
+  CMA_HOST_DEVICE void Slide(Acc entering, Acc leaving) {
+    if (!IsFinite(entering) || !IsFinite(leaving)) {
+      Add(entering, 1);
+      Add(leaving, -1);
+      return;
+    }
+    finite_sum.Slide(entering, leaving);
+    if constexpr (kSumMayOverflow<Sum>) {
+      this->scaled_sum.Slide(entering * Acc(kOverflowScaleDown), leaving * Acc(kOverflowScaleDown));
+      this->big += (Big(entering) ? 1 : 0) - (Big(leaving) ? 1 : 0);
+    }
+  }
+  CMA_HOST_DEVICE void Merge(const CarefulWindow& other) {
+    finite_sum.Merge(other.finite_sum);
+    nans += other.nans;
+    pos_infs += other.pos_infs;
+    neg_infs += other.neg_infs;
+    if constexpr (kSumMayOverflow<Sum>) {
+      this->scaled_sum.Merge(other.scaled_sum);
+      this->big += other.big;
+    }
+  }
+  CMA_HOST_DEVICE bool AllFinite() const { return nans == 0 && pos_infs == 0 && neg_infs == 0; }
+
+  // An overflow leaves the finite sum Inf for good. Once the window holds no big value again its
+  // sum cannot overflow, and the caller sums its finite values afresh (see CarefulMeans): big
+  // values must have entered and left in between, so that happens at most once every W steps.
+  CMA_HOST_DEVICE bool FiniteSumLost() const {
+    if constexpr (kSumMayOverflow<Sum>) {
+      return this->big == 0 && !IsFinite(finite_sum.Get());
+    } else {
+      return false;
+    }
+  }
+
+  // What direct summation gives: NaN if a NaN is present or +Inf meets -Inf, else the Inf, else
+  // the mean of the finite values (inv = 1 / D(t)).
+  CMA_HOST_DEVICE Acc Mean(Acc inv) const {
+    if (nans > 0 || (pos_infs > 0 && neg_infs > 0)) return std::numeric_limits<Acc>::quiet_NaN();
+    if (pos_infs > 0) return std::numeric_limits<Acc>::infinity();
+    if (neg_infs > 0) return -std::numeric_limits<Acc>::infinity();
+    const Acc sum = finite_sum.Get();
+    if constexpr (kSumMayOverflow<Sum>) {
+      if (!IsFinite(sum)) {
+        // Scaled back up before the division where that cannot overflow, after it otherwise (the
+        // mean cannot overflow).
+        const Acc scaled = this->scaled_sum.Get();
+        return Abs(scaled) < Acc(0x1p959) ? scaled * Acc(kOverflowScaleUp) * inv
+                                          : scaled * inv * Acc(kOverflowScaleUp);
+      }
+    }
+    return sum * inv;
+  }
+
+ private:
+  CMA_HOST_DEVICE static bool Big(Acc v) { return Abs(v) >= Acc(kBigFrom); }
+};
+
+#if !defined(__CUDA_ARCH__)
+// 1 / (t + 1) for steps t < kReciprocalSteps, computed once per process: the same values a
+// division gives (so the same bits), without a float64 division per output at every step of a
+// sequence before its window is full.
+constexpr int64_t kReciprocalSteps = 1 << 15;
+template <typename Acc>
+const Acc* StepReciprocals() {
+  static const std::vector<Acc> table = [] {
+    std::vector<Acc> reciprocals(kReciprocalSteps);
+    for (int64_t t = 0; t < kReciprocalSteps; ++t)
+      reciprocals[t] = Acc(1) / static_cast<Acc>(t + 1);
+    return reciprocals;
+  }();
+  return table.data();
+}
+#endif
+
+// 1 / D(t) for the edge mode: the one place that knows what each mode divides by. Every path
+// multiplies by these reciprocals (a float64 division per output is slow, on a GPU above all).
+template <typename Acc>
+struct InverseDivisors {
+  Edge edge;
+  int64_t window;
+  Acc inv_window;
+
+  CMA_HOST_DEVICE InverseDivisors(Edge edge_mode, int64_t window_steps)
+      : edge(edge_mode),
+        window(window_steps),
+        inv_window(Acc(1) / static_cast<Acc>(window_steps)) {}
+
+  // Step t divides by t + 1 rather than W: the edge "partial" before the window is full.
+  CMA_HOST_DEVICE bool Grows(int64_t t) const { return edge == Edge::kPartial && t < window; }
+
+  CMA_HOST_DEVICE Acc At(int64_t t) const {
+    if (!Grows(t)) return inv_window;
+#if !defined(__CUDA_ARCH__)
+    if (t < kReciprocalSteps) return StepReciprocals<Acc>()[t];
+#endif
+    return Acc(1) / static_cast<Acc>(t + 1);
+  }
+
+#if !defined(__CUDA_ARCH__)
+  // How many of steps [t, t + n) grow (they come first), and their reciprocals: from the table
+  // while it reaches, else divided into `buffer` (n entries) in a loop that vectorises.
+  int64_t GrowingSteps(int64_t t, int64_t n) const {
+    return edge == Edge::kPartial ? Max64(0, Min64(n, window - t)) : 0;
+  }
+  const Acc* GrowingReciprocals(int64_t t, int32_t n, Acc* buffer) const {
+    if (t + n <= kReciprocalSteps) return StepReciprocals<Acc>() + t;
+    const Acc first_divisor = static_cast<Acc>(t + 1);  // t + 1 + k is exact in Acc
+    for (int32_t k = 0; k < n; ++k) buffer[k] = Acc(1) / (first_divisor + static_cast<Acc>(k));
+    return buffer;
+  }
+#endif
+};
+
+}  // namespace causal_moving_avg
+
+#endif  // CAUSAL_MOVING_AVG_CC_CORE_NUMERICS_H_

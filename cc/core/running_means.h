@@ -1,0 +1,148 @@
+// Running sums over a unit of the plan, shared by the CPU and by the GPU's running kernel (wide
+// layouts): O(1) per output whatever W is. Inside a unit a running sum in a wide accumulator
+// (double for 16- and 32-bit inputs, compensated double for 64-bit ones) adds the entering value
+// and takes out the leaving one. A NaN/Inf (or a float64 overflow) poisons a running sum for good,
+// so a lane that meets one is redone by the careful path, which counts non-finite values instead.
+#ifndef CAUSAL_MOVING_AVG_CC_CORE_RUNNING_MEANS_H_
+#define CAUSAL_MOVING_AVG_CC_CORE_RUNNING_MEANS_H_
+
+#include <cstdint>
+
+#include "cc/core/cpu_fast_paths.h"
+#include "cc/core/numerics.h"
+#include "cc/core/plan.h"
+#include "cc/core/types.h"
+
+namespace causal_moving_avg {
+
+// The fast path: one running sum per lane over steps [t0, t1) of `lanes` contiguous lanes, with
+// consecutive steps `stride` elements apart. `acc` receives the `lanes` final sums. Returns false
+// when a lane met a NaN/Inf (or overflowed its sum): its outputs are then wrong and the caller
+// must redo that lane with RunningMeanCareful. kFixedLanes > 0 fixes the lane count at compile
+// time, so a single sequence keeps its sum in a register rather than in memory.
+template <typename T, typename Sum, int64_t kFixedLanes = 0>
+CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y, int64_t stride,
+                                     int64_t lanes, int64_t t0, int64_t t1, int64_t window,
+                                     Edge edge, Sum* __restrict__ acc_out) {
+  using Acc = typename Sum::Value;
+  const int64_t n = kFixedLanes > 0 ? kFixedLanes : lanes;
+  Sum local[kFixedLanes > 0 ? kFixedLanes : 1];
+  Sum* __restrict__ acc = kFixedLanes > 0 ? local : acc_out;
+  // Anchor: acc holds the window that ends just before t0.
+  for (int64_t l = 0; l < n; ++l) acc[l] = Sum();
+  for (int64_t t = Max64(0, t0 - window); t < t0; ++t) {
+    const T* xt = x + t * stride;
+    for (int64_t l = 0; l < n; ++l) acc[l].Add(static_cast<Acc>(xt[l]));
+  }
+  const InverseDivisors<Acc> divisors(edge, window);
+  int64_t t = t0;
+  // Steps before the window is full, up to `end`: nothing leaves the window yet.
+  const auto fill = [&](int64_t end) {
+    for (; t < end; ++t) {
+      const Acc inv = divisors.At(t);
+      const T* xt = x + t * stride;
+      T* yt = y + t * stride;
+      for (int64_t l = 0; l < n; ++l) {
+        acc[l].Add(static_cast<Acc>(xt[l]));
+        yt[l] = RoundTo<T>(acc[l].Get() * inv);
+      }
+    }
+  };
+#if !defined(__CUDA_ARCH__)
+  if constexpr (kFixedLanes == 1 && Sum::kRegroupable) {
+    if (stride == 1 && window <= kShortWindowMax) {
+      // Short windows need no running sum. The final window's sum is re-formed for the finite
+      // check (t1 > t >= W here, so that window lies inside the sequence).
+      fill(Min64(t1, window));
+      if (t < t1) {
+        ShortWindowMeans(x, y, t, t1, window, divisors.inv_window);
+        t = t1;
+        acc[0] = Sum();
+        for (int64_t j = t - window; j < t; ++j) acc[0].Add(static_cast<Acc>(x[j]));
+      }
+    }
+    Acc sum = acc[0].Get();
+    t = InterleavedChunks(x, y, stride, t, t1, divisors, &sum);
+    acc[0] = Sum();
+    acc[0].Add(sum);
+  }
+#endif
+  fill(Min64(t1, window));
+  // Steady state: one element enters, one leaves.
+  for (; t < t1; ++t) {
+    const T* xt = x + t * stride;
+    const T* xo = x + (t - window) * stride;
+    T* yt = y + t * stride;
+    for (int64_t l = 0; l < n; ++l) {
+      acc[l].Slide(static_cast<Acc>(xt[l]), static_cast<Acc>(xo[l]));
+      yt[l] = RoundTo<T>(acc[l].Get() * divisors.inv_window);
+    }
+  }
+  bool finite = true;
+  for (int64_t l = 0; l < n; ++l) {
+    finite = finite && IsFinite(acc[l].Get());
+    if (kFixedLanes > 0) acc_out[l] = acc[l];
+  }
+  return finite;
+}
+
+// The outputs of one lane over steps [t0, t1), counting non-finite values; `w` holds the window
+// that ends just before t0.
+template <typename T, typename Sum>
+CMA_HOST_DEVICE void CarefulMeans(CarefulWindow<Sum> w, const T* __restrict__ x, T* __restrict__ y,
+                                  int64_t stride, int64_t t0, int64_t t1, int64_t window,
+                                  Edge edge) {
+  using Acc = typename Sum::Value;
+  const InverseDivisors<Acc> divisors(edge, window);
+  for (int64_t t = t0; t < t1; ++t) {
+    const Acc entering = static_cast<Acc>(x[t * stride]);
+    if (t >= window) {
+      w.Slide(entering, static_cast<Acc>(x[(t - window) * stride]));
+    } else {
+      w.Add(entering, 1);
+    }
+    if (w.FiniteSumLost()) {
+      w.finite_sum = Sum();
+      for (int64_t j = Max64(0, t - window + 1); j <= t; ++j) {
+        const Acc v = static_cast<Acc>(x[j * stride]);
+        if (IsFinite(v)) w.finite_sum.Add(v);
+      }
+    }
+    y[t * stride] = RoundTo<T>(w.Mean(divisors.At(t)));
+  }
+}
+
+// The careful path for one lane over steps [t0, t1); same contract as RunningMeanFast.
+template <typename T, typename Sum>
+CMA_HOST_DEVICE void RunningMeanCareful(const T* __restrict__ x, T* __restrict__ y, int64_t stride,
+                                        int64_t t0, int64_t t1, int64_t window, Edge edge) {
+  using Acc = typename Sum::Value;
+  CarefulWindow<Sum> w;
+  for (int64_t t = Max64(0, t0 - window); t < t0; ++t) w.Add(static_cast<Acc>(x[t * stride]), 1);
+  CarefulMeans<T, Sum>(w, x, y, stride, t0, t1, window, edge);
+}
+
+// Computes one unit: the fast path, then the careful path for the lanes it could not finish.
+// `acc` is scratch for plan.unit_lanes sums.
+template <typename T, typename Sum = SumOf<T>>
+CMA_HOST_DEVICE void ComputeUnit(const Plan& plan, const T* x, T* y, int64_t unit, Sum* acc) {
+  const UnitRange r = UnitAt(plan, unit);
+  const int64_t stride = plan.geometry.inner;
+  const int64_t offset = r.row * plan.geometry.steps * stride + r.lane0;
+  const bool finite = r.lanes == 1
+                          ? RunningMeanFast<T, Sum, 1>(x + offset, y + offset, stride, 1, r.t0,
+                                                       r.t1, plan.window, plan.edge, acc)
+                          : RunningMeanFast<T, Sum>(x + offset, y + offset, stride, r.lanes, r.t0,
+                                                    r.t1, plan.window, plan.edge, acc);
+  if (finite) return;
+  for (int64_t l = 0; l < r.lanes; ++l) {
+    if (!IsFinite(acc[l].Get())) {
+      RunningMeanCareful<T, Sum>(x + offset + l, y + offset + l, stride, r.t0, r.t1, plan.window,
+                                 plan.edge);
+    }
+  }
+}
+
+}  // namespace causal_moving_avg
+
+#endif  // CAUSAL_MOVING_AVG_CC_CORE_RUNNING_MEANS_H_
