@@ -74,6 +74,47 @@ def test_core_and_numpy_binding_are_clean_under_asan_and_ubsan():
     assert not any(report in driver.stderr for report in SANITIZER_REPORT), driver.stderr[-3000:]
 
 
+VERSION_DIGEST = """
+import hashlib, sys
+import ml_dtypes, numpy as np
+from causal_moving_avg import _numpy_core
+import causal_moving_avg as cma
+digest = hashlib.sha256()
+rng = np.random.default_rng(5)
+for shape in [(1, 70_000, 1), (3, 5000, 8), (2, 3000, 300), (4, 1000, 3)]:
+    x = rng.standard_normal(shape) * 100
+    x.flat[::7919] = np.nan
+    x.flat[3::10007] = 1e-300
+    for name in _numpy_core.DTYPES:
+        typed = x.astype(ml_dtypes.bfloat16 if name == "bfloat16" else name)
+        for window in (1, 3, 4, 7, 300, 40_000):
+            for edge in _numpy_core.EDGES:
+                digest.update(_numpy_core.causal_moving_avg(typed, window, 1, edge).tobytes())
+                if name == "float32" and window in (3, 300):
+                    digest.update(cma.causal_moving_avg(typed, window, 1, edge).numpy().tobytes())
+print(_numpy_core.cpu_version(), cma.build_info()["cpu_version"], digest.hexdigest())
+"""
+
+
+def test_every_cpu_version_gives_the_same_bits():
+    """Each version of the CPU core this CPU can run (the x86-64 baseline, AVX2), forced in turn
+    through CMA_CPU_VERSION, in the NumPy binding and the TF op: one digest for all."""
+    from causal_moving_avg import _numpy_core
+
+    versions = _numpy_core.CPU_VERSIONS
+    assert "baseline" in versions
+    digests = {}
+    for version in versions:
+        env = dict(os.environ, CMA_CPU_VERSION=version)
+        result = subprocess.run(
+            [sys.executable, "-c", VERSION_DIGEST], capture_output=True, text=True, env=env, check=True
+        )
+        numpy_version, op_version, digest = result.stdout.split()[-3:]
+        assert numpy_version == op_version == version
+        digests[version] = digest
+    assert len(set(digests.values())) == 1, digests
+
+
 def numpy_dtype(name):
     return ml_dtypes.bfloat16 if name == "bfloat16" else np.dtype(name)
 

@@ -7,6 +7,9 @@
 #include <sys/mman.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
@@ -49,16 +52,46 @@ inline void HintHugePages(void* data, int64_t bytes) {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 
-// Host code is compiled twice, for AVX2 and for the baseline, and the loader picks one per CPU:
-// AVX2 doubles the width of the float64 arithmetic. Without FMA (not part of the "avx2" target)
-// both versions round every operation identically, so results do not depend on the CPU.
-// `flatten` inlines the whole unit into each version.
+// The versions of the CPU core the binary holds: host code is compiled for the x86-64 baseline
+// and, on x86-64 with GCC, for AVX2 (twice the width of the float64 arithmetic). Without FMA (not
+// part of the "avx2" target) both round every operation identically, so results do not depend on
+// the CPU; tests force each version to compare their bits.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && \
     !defined(__SANITIZE_ADDRESS__)
-#define CMA_CPU_VERSIONS __attribute__((target_clones("avx2", "default"), flatten))
+#define CMA_HAS_AVX2_VERSION 1
 #else
-#define CMA_CPU_VERSIONS
+#define CMA_HAS_AVX2_VERSION 0
 #endif
+
+enum class CpuVersion { kBaseline, kAvx2 };
+
+inline const char* CpuVersionName(CpuVersion version) {
+  return version == CpuVersion::kAvx2 ? "avx2" : "baseline";
+}
+
+// The versions this binary holds and this CPU can run.
+inline std::vector<CpuVersion> RunnableCpuVersions() {
+  std::vector<CpuVersion> versions = {CpuVersion::kBaseline};
+#if CMA_HAS_AVX2_VERSION
+  if (__builtin_cpu_supports("avx2")) versions.push_back(CpuVersion::kAvx2);
+#endif
+  return versions;
+}
+
+// The version this process runs: the widest the CPU can run, or the one the environment variable
+// CMA_CPU_VERSION names ("baseline", "avx2") if the CPU can run it. Chosen once per process.
+inline CpuVersion ActiveCpuVersion() {
+  static const CpuVersion active = [] {
+    const std::vector<CpuVersion> runnable = RunnableCpuVersions();
+    if (const char* wanted = std::getenv("CMA_CPU_VERSION")) {
+      for (const CpuVersion version : runnable) {
+        if (std::strcmp(wanted, CpuVersionName(version)) == 0) return version;
+      }
+    }
+    return runnable.back();
+  }();
+  return active;
+}
 
 // IEEE arithmetic with subnormals for the scope: TensorFlow's and XLA's CPU threads flush them
 // to zero (FTZ/DAZ), other callers' threads do not, and the op gives the same bits on every
@@ -79,12 +112,32 @@ class ScopedSubnormals {
 #endif
 };
 
-// Computes units [begin, end) on the calling thread.
+// Each version of the core: `flatten` inlines the whole unit into it, so all of it is compiled
+// for that version's target.
 template <typename T>
-CMA_CPU_VERSIONS void ComputeUnits(const Plan& plan, const T* x, T* y, int64_t begin, int64_t end) {
-  const ScopedSubnormals subnormals;
+__attribute__((flatten)) void ComputeUnitsBaseline(const Plan& plan, const T* x, T* y,
+                                                   int64_t begin, int64_t end) {
   SumOf<T> acc[kMaxUnitLanes];
   for (int64_t unit = begin; unit < end; ++unit) ComputeUnit<T>(plan, x, y, unit, acc);
+}
+
+#if CMA_HAS_AVX2_VERSION
+template <typename T>
+__attribute__((target("avx2"), flatten)) void ComputeUnitsAvx2(const Plan& plan, const T* x, T* y,
+                                                               int64_t begin, int64_t end) {
+  SumOf<T> acc[kMaxUnitLanes];
+  for (int64_t unit = begin; unit < end; ++unit) ComputeUnit<T>(plan, x, y, unit, acc);
+}
+#endif
+
+// Computes units [begin, end) on the calling thread, in the active version.
+template <typename T>
+void ComputeUnits(const Plan& plan, const T* x, T* y, int64_t begin, int64_t end) {
+  const ScopedSubnormals subnormals;
+#if CMA_HAS_AVX2_VERSION
+  if (ActiveCpuVersion() == CpuVersion::kAvx2) return ComputeUnitsAvx2<T>(plan, x, y, begin, end);
+#endif
+  ComputeUnitsBaseline<T>(plan, x, y, begin, end);
 }
 
 }  // namespace causal_moving_avg

@@ -70,15 +70,13 @@ int64_t InterleavedChunks(const T* __restrict__ x, T* __restrict__ y, int64_t st
   // Inputs leave the window `reach` steps after entering; a window longer than the sequence
   // never drops any (and must not overflow the index arithmetic).
   const int64_t reach = Min64(divisors.window, t1);
-  const auto input = [&](int64_t s) { return s < 0 ? Acc(0) : static_cast<Acc>(x[s * stride]); };
   Acc d[kChunk + 3];     // d[k + 3] = d(t + k)
   Acc sums[kChunk + 4];  // sums[k + 4] = S(t + k)
-  // The three differences and four sums before t, backed out from S(t - 1).
-  sums[3] = *sum;
-  for (int64_t k = 1; k <= 3; ++k) {
-    d[3 - k] = input(t - k) - input(t - k - reach);
-    sums[3 - k] = sums[4 - k] - d[3 - k];
-  }
+  // What the first chunk reads before t: each of the four interleaved sums starts from S(t - 1)
+  // with no difference before t, so no input outside the window is read (one that has left it
+  // may be a NaN that the window's sum no longer holds).
+  for (int64_t k = 0; k < 4; ++k) sums[k] = *sum;
+  for (int64_t k = 0; k < 3; ++k) d[k] = Acc(0);
   for (; t + kChunk <= t1; t += kChunk) {
     // Steps [t, t + filling) are before the window is full: nothing leaves it yet.
     const int64_t filling = Min64(kChunk, Max64(0, reach - t));

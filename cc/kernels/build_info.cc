@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "cc/core/cpu.h"
 #include "cc/xla/custom_call.h"
 
 #ifndef CMA_TF_VERSION
@@ -49,8 +50,9 @@ extern "C" __attribute__((visibility("default"))) const char* CausalMovingAvgBui
   static const std::string info =
       "{\"tensorflow_version\": \"" CMA_TF_VERSION "\", \"cuda_version\": \"" CMA_CUDA_VERSION
       "\", \"cuda_architectures\": \"" CMA_CUDA_ARCHITECTURES
-      "\", \"cuda_runtime\": \"" CMA_CUDA_RUNTIME "\", \"xla_platforms\": " +
-      JsonList(causal_moving_avg::XlaRegisteredPlatforms()) +
+      "\", \"cuda_runtime\": \"" CMA_CUDA_RUNTIME "\", \"cpu_version\": " +
+      JsonString(causal_moving_avg::CpuVersionName(causal_moving_avg::ActiveCpuVersion())) +
+      ", \"xla_platforms\": " + JsonList(causal_moving_avg::XlaRegisteredPlatforms()) +
       ", \"xla_registration_failures\": " + JsonList(causal_moving_avg::XlaRegistrationFailures()) +
       "}";
   return info.c_str();

@@ -100,6 +100,14 @@ PYBIND11_MODULE(_numpy_core, m) {
 #undef CMA_APPEND
   m.attr("EDGES") = py::tuple(edges);
   m.attr("DTYPES") = py::tuple(dtypes);
+  // The versions of the core this binary holds and this CPU can run, and the one in use
+  // (CMA_CPU_VERSION in the environment forces one).
+  py::list versions;
+  for (const cma::CpuVersion version : cma::RunnableCpuVersions()) {
+    versions.append(cma::CpuVersionName(version));
+  }
+  m.attr("CPU_VERSIONS") = py::tuple(versions);
+  m.def("cpu_version", [] { return cma::CpuVersionName(cma::ActiveCpuVersion()); });
   // How the CPU cuts the work, for tests that aim at its boundaries.
   py::dict plan;
   plan["segment_elements"] = cma::kCpuSegmentElements;

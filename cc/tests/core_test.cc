@@ -197,6 +197,42 @@ void CheckCarefulPathKeepsFloat64Bits(std::mt19937_64& rng) {
   }
 }
 
+// A NaN/Inf that left the window just before a unit starts must not reach the unit's outputs
+// (a unit's fast path must read nothing before its first window).
+void CheckNonFiniteJustBeforeUnits(std::mt19937_64& rng) {
+  std::normal_distribution<double> normal(100.0, 10.0);
+  for (const int64_t inner : {1, 2, 3, 8}) {
+    for (const int64_t window : {1, 2, 5, 7, 100}) {
+      for (const int64_t back : {1, 2, 3, 4}) {
+        for (const bool cpu : {true, false}) {
+          const cma::Geometry g{1, 3000, inner};
+          const cma::Plan plan = cpu ? cma::MakeCpuPlan(g, window, cma::Edge::kZeros)
+                                     : cma::MakeGpuPlan(g, window, cma::Edge::kZeros);
+          std::vector<double> x(g.steps * inner);
+          for (auto& v : x) v = normal(rng);
+          const int64_t start = plan.segment_steps;  // the second unit of the row
+          if (start - window - back < 0 || start >= g.steps) continue;
+          x[(start - window - back) * inner + inner - 1] = back % 2 ? NAN : INFINITY;
+          std::vector<double> abs_x(x.size());
+          for (size_t i = 0; i < x.size(); ++i) abs_x[i] = std::fabs(x[i]);
+          std::vector<double> y(x.size(), 7777.0);
+          cma::ComputeUnits<double>(plan, x.data(), y.data(), 0, plan.num_units);
+          std::vector<float> x32(x.begin(), x.end()), y32(x.size(), 7777.0f);
+          cma::ComputeUnits<float>(plan, x32.data(), y32.data(), 0, plan.num_units);
+          const auto want = Reference(x, g, window, cma::Edge::kZeros);
+          const auto magnitude = Reference(abs_x, g, window, cma::Edge::kZeros);
+          const std::string label = std::string(cpu ? "cpu" : "gpu") +
+                                    "-plan inner=" + std::to_string(inner) +
+                                    " W=" + std::to_string(window) + " non-finite " +
+                                    std::to_string(back) + " before a unit";
+          Expect("f64 " + label, y, want, magnitude, 1e-14);
+          Expect("f32 " + label, y32, want, magnitude, 1.2e-7);
+        }
+      }
+    }
+  }
+}
+
 // The NumPy binding's bfloat16 rounds float32 to nearest, ties to even, as Eigen's does: checked
 // against the two bfloat16 neighbours of each float, compared in double.
 void CheckHostBfloat16(std::mt19937_64& rng) {
@@ -276,6 +312,7 @@ int main() {
   }
   CheckCarefulPathKeepsFloat64Bits(rng);
   CheckHostBfloat16(rng);
+  CheckNonFiniteJustBeforeUnits(rng);
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }
