@@ -2,8 +2,10 @@
 
 Install without build isolation so the build sees the TensorFlow it must match:
     pip install --no-build-isolation .
-The CMake build directory (build/, or $CMA_BUILD_DIR) is reused between builds; ccache is used
-when it is on PATH. CMake options pass through $CMA_CMAKE_ARGS (e.g. "-DCMA_CUDA=OFF").
+The package then requires that TensorFlow's release series (e.g. tensorflow==2.20.* when built
+against 2.20): the library links against its C++ ABI. The CMake build directory (build/, or
+$CMA_BUILD_DIR) is reused between builds; ccache is used when it is on PATH. CMake options pass
+through $CMA_CMAKE_ARGS (e.g. "-DCMA_CUDA=OFF").
 """
 
 import os
@@ -11,12 +13,33 @@ import shlex
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
+ISOLATED_BUILD = """
+causal_moving_avg must be built against the TensorFlow it will run with, and this build cannot see
+one: pip builds in an isolated environment unless told not to. Install TensorFlow (and the build
+tools) where you want the op, then build there:
+
+    pip install tensorflow cmake ninja pybind11 setuptools wheel
+    pip install --no-build-isolation .
+"""
+
+
+def tensorflow_requirement():
+    """The TensorFlow distribution this build compiles against, pinned to its release series
+    (e.g. "tensorflow==2.21.*"; a CPU-only distribution keeps its own name)."""
+    for distribution in ("tensorflow", "tensorflow-cpu", "tensorflow-intel"):
+        try:
+            version = metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            continue
+        return f"{distribution}=={'.'.join(version.split('.')[:2])}.*"
+    sys.exit(ISOLATED_BUILD)
 
 
 class CMakeTarget(Extension):
@@ -55,8 +78,8 @@ setup(
     long_description=(ROOT / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
-    # The library links against TensorFlow's C++ ABI: it runs only with the 2.21 series.
-    install_requires=["tensorflow>=2.21,<2.22", "numpy"],
+    # The library links against TensorFlow's C++ ABI: it runs only with the series it was built for.
+    install_requires=[tensorflow_requirement(), "numpy"],
     package_dir={"": "python"},
     packages=["causal_moving_avg"],
     ext_modules=[

@@ -80,6 +80,15 @@ def rtol(dtype):
     return _RTOL[name]
 
 
+def jit_compile_values():
+    """jit_compile settings to test: True only in builds with the XLA kernel (TensorFlow releases
+    whose wheel lacks what it needs build without it; test_build checks which those are)."""
+    import causal_moving_avg
+
+    no_xla = pytest.mark.skip(reason="this build has no XLA kernel (see test_build)")
+    return [False, pytest.param(True, marks=[] if causal_moving_avg.build_info()["xla"] else no_xla)]
+
+
 @pytest.fixture(autouse=True)
 def _seeded():
     np.random.seed(0)

@@ -37,3 +37,11 @@ def test_build_info_names_the_tensorflow_it_was_built_for():
     assert set(info) >= {"cuda", "cuda_version", "cuda_architectures", "tensorflow_version"}
     assert isinstance(info["cuda_architectures"], list)
     assert info["cuda"] == bool(info["cuda_architectures"])
+
+
+def test_xla_kernel_built_where_tensorflow_allows_it():
+    """TensorFlow 2.20 and later ship what the XLA kernel needs; 2.19's wheel does not."""
+    major, minor = (int(part) for part in tf.__version__.split(".")[:2])
+    info = causal_moving_avg.build_info()
+    assert info["xla"] == ((major, minor) >= (2, 20))
+    assert bool(info["xla_platforms"]) == info["xla"]

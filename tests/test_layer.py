@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import causal_moving_avg as cma
-from conftest import keras_conv1d_moving_avg, reference_moving_avg, rtol
+from conftest import jit_compile_values, keras_conv1d_moving_avg, reference_moving_avg, rtol
 
 X = np.random.RandomState(0).randn(4, 64, 3).astype(np.float32)
 
@@ -70,7 +70,7 @@ def test_layer_rejects_an_axis_the_input_lacks():
         keras.Sequential([keras.Input((64, 3)), cma.CausalMovingAverage(axis=3)])
 
 
-@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("jit_compile", jit_compile_values())
 def test_fit_predict_evaluate(jit_compile):
     keras.utils.set_random_seed(0)
     model = small_model()
@@ -86,19 +86,20 @@ def test_fit_predict_evaluate(jit_compile):
     np.testing.assert_allclose(model.predict(X, verbose=0), smoothed @ kernel + bias, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("jit_compile", jit_compile_values()[1:])
 @pytest.mark.parametrize("edge", ["zeros", "partial"])
-def test_jit_compiled_model_gives_the_eager_ops_bits(edge):
+def test_jit_compiled_model_gives_the_eager_ops_bits(edge, jit_compile):
     """Under Keras's jit_compile=True the layer runs the op's own kernel inside XLA."""
     inputs = keras.Input((None, 3))
     model = keras.Model(inputs, cma.CausalMovingAverage(window=7, edge=edge)(inputs))
-    model.compile(jit_compile=True)
+    model.compile(jit_compile=jit_compile)
     x = np.random.RandomState(2).randn(8, 500, 3).astype(np.float32)
     x[3, 40, 1] = np.nan
     eager = cma.causal_moving_avg(x, 7, axis=1, edge=edge).numpy()
     np.testing.assert_array_equal(model.predict(x, batch_size=4, verbose=0), eager)
 
 
-@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("jit_compile", jit_compile_values())
 @pytest.mark.parametrize("policy,dtype", [("mixed_float16", "float16"), ("mixed_bfloat16", "bfloat16")])
 def test_mixed_precision_computes_in_the_compute_dtype(policy, dtype, jit_compile):
     keras.mixed_precision.set_global_policy(policy)

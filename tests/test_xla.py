@@ -13,6 +13,11 @@ import causal_moving_avg as cma
 from conftest import DTYPE_NAMES, EDGES, reference_moving_avg, rtol
 
 DTYPES = [tf.as_dtype(name) for name in DTYPE_NAMES]
+
+pytestmark = pytest.mark.skipif(
+    not cma.build_info()["xla"],
+    reason=f"built without the XLA kernel: TensorFlow {tf.__version__}'s wheel lacks what it needs",
+)
 # (shape, axis): one sequence, channels last, steps last, steps first, a 4-D tensor, and one
 # large enough for the CPU handler to split its work over XLA's thread pool.
 LAYOUTS = [((500,), 0), ((3, 300, 4), 1), ((3, 300, 4), -1), ((40, 2, 3), 0), ((2, 3, 70, 5), 2)]

@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "cc/core/cpu.h"
+#if CMA_WITH_XLA
 #include "cc/xla/custom_call.h"
+#endif
 
 #ifndef CMA_TF_VERSION
 #error "CMA_TF_VERSION must name the TensorFlow version the library is built against"
@@ -43,6 +45,17 @@ std::string JsonList(const std::vector<std::string>& items) {
   return list + "]";
 }
 
+// Whether the XLA kernel is built in, the XLA platforms with a handler, and the failures.
+#if CMA_WITH_XLA
+constexpr bool kXla = true;
+std::vector<std::string> XlaPlatforms() { return causal_moving_avg::XlaRegisteredPlatforms(); }
+std::vector<std::string> XlaFailures() { return causal_moving_avg::XlaRegistrationFailures(); }
+#else
+constexpr bool kXla = false;
+std::vector<std::string> XlaPlatforms() { return {}; }
+std::vector<std::string> XlaFailures() { return {}; }
+#endif
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) const char* CausalMovingAvgBuildInfo() {
@@ -52,8 +65,8 @@ extern "C" __attribute__((visibility("default"))) const char* CausalMovingAvgBui
       "\", \"cuda_architectures\": \"" CMA_CUDA_ARCHITECTURES
       "\", \"cuda_runtime\": \"" CMA_CUDA_RUNTIME "\", \"cpu_version\": " +
       JsonString(causal_moving_avg::CpuVersionName(causal_moving_avg::ActiveCpuVersion())) +
-      ", \"xla_platforms\": " + JsonList(causal_moving_avg::XlaRegisteredPlatforms()) +
-      ", \"xla_registration_failures\": " + JsonList(causal_moving_avg::XlaRegistrationFailures()) +
-      "}";
+      ", \"xla_kernel\": " + (kXla ? "true" : "false") +
+      ", \"xla_platforms\": " + JsonList(XlaPlatforms()) +
+      ", \"xla_registration_failures\": " + JsonList(XlaFailures()) + "}";
   return info.c_str();
 }

@@ -48,7 +48,7 @@ class CausalMovingAvgXlaOp : public tf::XlaOpKernel {
     // given back to the result.
     xla::XlaOp x = ctx->Input(0);
     std::vector<std::pair<int64_t, xla::XlaOp>> dynamic_sizes;
-    for (int64_t d = 0; d < shape.dimensions_size(); ++d) {
+    for (int64_t d = 0; d < static_cast<int64_t>(shape.dimensions().size()); ++d) {
       if (!shape.is_dynamic_dimension(d)) continue;
       dynamic_sizes.emplace_back(d, xla::GetDimensionSize(x, d));
       x = xla::RemoveDynamicDimension(x, d);

@@ -73,8 +73,10 @@ def build_info() -> dict:
     as ``"sm_90"`` for real code and ``"compute_90"`` for PTX), ``cuda_runtime`` (how the CUDA
     runtime is linked), ``tensorflow_version`` (the TensorFlow the library was built against),
     ``cpu_version`` (the version of the CPU core in use: ``"avx2"`` or ``"baseline"``),
-    ``xla_platforms`` (the XLA platforms whose handler registered when the library loaded:
-    ``"Host"``, and ``"CUDA"`` with the GPU kernels) and ``xla_registration_failures``.
+    ``xla`` (the XLA kernel is built in: the op runs inside ``jit_compile=True``; TensorFlow
+    releases whose wheel lacks what it needs build without it), ``xla_platforms`` (the XLA
+    platforms whose handler registered when the library loaded: ``"Host"``, and ``"CUDA"`` with
+    the GPU kernels) and ``xla_registration_failures``.
     """
     architectures = [a for a in _BUILD_INFO["cuda_architectures"].split(",") if a]
     return {
@@ -84,6 +86,7 @@ def build_info() -> dict:
         "cuda_runtime": _BUILD_INFO["cuda_runtime"] or None,
         "tensorflow_version": _BUILD_INFO["tensorflow_version"],
         "cpu_version": _BUILD_INFO["cpu_version"],
+        "xla": _BUILD_INFO["xla_kernel"],
         "xla_platforms": list(_BUILD_INFO["xla_platforms"]),
         "xla_registration_failures": list(_BUILD_INFO["xla_registration_failures"]),
     }
