@@ -244,23 +244,25 @@ def plot(sweep_rows, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(9, 5.5))
+    figure, axes = plt.subplots(figsize=(11.5, 5.5))
     methods = sorted({r["method"] for r in sweep_rows})
-    for method in methods:
+    colors = plt.get_cmap("tab20").colors
+    for index, method in enumerate(methods):
         points = sorted((4 * np.prod(r["shape"]), r["gb_per_s"]) for r in sweep_rows if r["method"] == method)
-        style = dict(linestyle="--", color="black") if method.startswith("np.copyto") else {}
+        style = {"color": colors[index % len(colors)], "marker": "osD^v<>"[index % 7]}
+        if method.startswith("np.copyto"):
+            style.update(linestyle="--", color="black")
+        elif method.startswith("causal_moving_avg"):
+            style.update(linewidth=2.5)
         sizes, rates = [p[0] / 2**20 for p in points], [p[1] for p in points]
-        axes.plot(sizes, rates, marker="o", label=method, **style)
+        axes.plot(sizes, rates, label=method, **style)
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel("tensor size (MiB, float32)")
     axes.set_ylabel("throughput (GB/s of read + write)")
-    axes.set_title(
-        f"Causal moving average, W=3, [batch, 4096, 8]; {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} cores"
-    )
+    axes.set_title(f"Causal moving average, W=3, [batch, 4096, 8]; {host()['cpu']}, {os.cpu_count()} cores")
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     figure.tight_layout()
     figure.savefig(path, dpi=110)
 
@@ -271,7 +273,11 @@ def main(argv=None):
     )
     parser.add_argument("--quick", action="store_true", help="small sizes and few repeats")
     parser.add_argument("--output", type=Path, default=RESULTS, help="folder for the table, JSON and plot")
+    parser.add_argument("--plot-only", action="store_true", help="redraw the plot from the folder's JSON")
     args = parser.parse_args(argv)
+    if args.plot_only:
+        plot(json.loads((args.output / "results.json").read_text())["sweep"], args.output / "throughput.png")
+        return 0
 
     if args.quick:
         shapes, windows, edges = [(8, 4096, 8), (1, 100_000, 1), (1, 1000, 1)], [3, 1024], ["zeros"]

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -142,6 +143,26 @@ def test_gpu_harness_runs_and_skips_cleanly_without_a_gpu():
         assert " 0 failed" in result.stdout
     else:
         assert result.returncode == 77 and "SKIP: no CUDA device" in result.stdout
+
+
+@needs_cuda_build
+def test_launcher_entry_point_for_other_runtimes_streams_is_built():
+    """scripts/gpu_stream_check.py (run by scripts/gpu_check on a GPU machine) launches the
+    kernels on CuPy's and PyTorch's streams through this library: its two entry points are
+    exported, its CUDA runtime is not, and without a GPU the script says it skips."""
+    library = BUILD_DIR / "libcma_gpu_launch.so"
+    assert library.exists(), f"{library} was not built"
+    exported = subprocess.run(
+        ["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert {"CausalMovingAvgGpuLaunch", "CausalMovingAvgGpuScratchBytes"} <= set(exported)
+    assert not [s for s in exported if s.startswith("cuda")]
+    script = ROOT / "scripts" / "gpu_stream_check.py"
+    result = subprocess.run([sys.executable, str(script), str(library)], capture_output=True, text=True)
+    if GPUS:
+        assert result.returncode in (0, 77), result.stdout + result.stderr
+    else:
+        assert result.returncode == 77 and "SKIP" in result.stdout, result.stdout + result.stderr
 
 
 def test_core_cpp_tests_pass():

@@ -34,15 +34,13 @@ int SmCount(int32_t device) {
 ffi::Error CudaCall(cudaStream_t stream, int32_t device, ffi::AnyBuffer x,
                     ffi::Result<ffi::AnyBuffer> y, ffi::Result<ffi::AnyBuffer> scratch,
                     int64_t window, int32_t edge, int64_t outer, int64_t steps, int64_t inner) {
-  const Geometry geometry{outer, steps, inner};
-  DType dtype = DType::kFloat32;  // set by CheckXlaCall
-  const std::string problem =
-      CheckXlaCall(geometry, static_cast<XLA_FFI_DataType>(x.element_type()),
-                   static_cast<int64_t>(x.element_count()),
-                   static_cast<int64_t>(y->element_count()), window, edge, &dtype);
-  if (!problem.empty()) return ffi::Error::InvalidArgument("CausalMovingAvg: " + problem);
+  XlaCall call{};
+  if (ffi::Error error = ReadXlaCall(x, *y, window, edge, outer, steps, inner, &call);
+      error.failure()) {
+    return error;
+  }
   if (x.element_count() == 0) return ffi::Error::Success();
-  const int64_t scratch_bytes = GpuScratchBytes(dtype, geometry, window);
+  const int64_t scratch_bytes = GpuScratchBytes(call.dtype, call.geometry, call.window);
   if (static_cast<int64_t>(scratch->size_bytes()) < scratch_bytes) {
     return ffi::Error::Internal("CausalMovingAvg: XLA's scratch buffer holds " +
                                 std::to_string(scratch->size_bytes()) +
@@ -54,7 +52,7 @@ ffi::Error CudaCall(cudaStream_t stream, int32_t device, ffi::AnyBuffer x,
                                 std::to_string(device));
   }
   const cudaError_t status =
-      LaunchOnGpu(dtype, stream, sm_count, geometry, window, static_cast<Edge>(edge),
+      LaunchOnGpu(call.dtype, stream, sm_count, call.geometry, call.window, call.edge,
                   x.untyped_data(), y->untyped_data(), scratch->untyped_data());
   if (status != cudaSuccess) {
     return ffi::Error::Internal(std::string("CausalMovingAvg: CUDA kernel launch failed: ") +

@@ -1,5 +1,5 @@
 // What the two FFI handlers (ffi_host.cc, ffi_cuda.cc) share: the custom call's operands,
-// results and attributes after each platform's context, and the checks of a call. Includes XLA's
+// results and attributes after each platform's context, and reading them. Includes XLA's
 // public FFI header, so only handler files may include it (see custom_call.h).
 #ifndef CAUSAL_MOVING_AVG_CC_XLA_FFI_HANDLER_H_
 #define CAUSAL_MOVING_AVG_CC_XLA_FFI_HANDLER_H_
@@ -29,40 +29,50 @@ auto BindCustomCall(Binding binding) {
       .template Attr<int64_t>("inner");
 }
 
-// The dtype of an XLA buffer element type; false for types the op does not take.
-inline bool DTypeOfXla(XLA_FFI_DataType type, DType* dtype) {
-  switch (type) {
-    case XLA_FFI_DataType_F16:
-      *dtype = DType::kFloat16;
-      return true;
-    case XLA_FFI_DataType_BF16:
-      *dtype = DType::kBfloat16;
-      return true;
-    case XLA_FFI_DataType_F32:
-      *dtype = DType::kFloat32;
-      return true;
-    case XLA_FFI_DataType_F64:
-      *dtype = DType::kFloat64;
-      return true;
-    default:
-      return false;
-  }
-}
+// A custom call's arguments, checked (the attributes come from our XLA kernel, but an HLO module
+// can be written by hand).
+struct XlaCall {
+  Geometry geometry;
+  DType dtype;
+  int64_t window;
+  Edge edge;
+};
 
-// What a handler checks before computing (the attributes come from our XLA kernel, but an HLO
-// module can be written by hand): an empty string when the call is sound, else the problem.
-inline std::string CheckXlaCall(Geometry geometry, XLA_FFI_DataType type, int64_t x_elements,
-                                int64_t y_elements, int64_t window, int32_t edge, DType* dtype) {
-  if (!DTypeOfXla(type, dtype)) return "x must be float16, bfloat16, float32 or float64";
-  if (window < 1) return "window must be >= 1, got " + std::to_string(window);
+// Reads and checks a call; an error names the problem.
+inline ::xla::ffi::Error ReadXlaCall(const ::xla::ffi::AnyBuffer& x, const ::xla::ffi::AnyBuffer& y,
+                                     int64_t window, int32_t edge, int64_t outer, int64_t steps,
+                                     int64_t inner, XlaCall* call) {
+  namespace ffi = ::xla::ffi;
+  const auto invalid = [](const std::string& problem) {
+    return ffi::Error::InvalidArgument("CausalMovingAvg: " + problem);
+  };
+  switch (x.element_type()) {
+    case ffi::DataType::F16:
+      call->dtype = DType::kFloat16;
+      break;
+    case ffi::DataType::BF16:
+      call->dtype = DType::kBfloat16;
+      break;
+    case ffi::DataType::F32:
+      call->dtype = DType::kFloat32;
+      break;
+    case ffi::DataType::F64:
+      call->dtype = DType::kFloat64;
+      break;
+    default:
+      return invalid("x must be float16, bfloat16, float32 or float64");
+  }
+  if (window < 1) return invalid("window must be >= 1, got " + std::to_string(window));
   if (EdgeName(static_cast<Edge>(edge))[0] == '\0') {
-    return "unknown edge mode " + std::to_string(edge);
+    return invalid("unknown edge mode " + std::to_string(edge));
   }
-  if (geometry.outer < 0 || geometry.steps < 0 || geometry.inner < 0 ||
-      x_elements != geometry.outer * geometry.steps * geometry.inner || y_elements != x_elements) {
-    return "the [outer, steps, inner] attributes do not describe the operand and result";
+  const int64_t elements = static_cast<int64_t>(x.element_count());
+  if (outer < 0 || steps < 0 || inner < 0 || elements != outer * steps * inner ||
+      static_cast<int64_t>(y.element_count()) != elements || y.element_type() != x.element_type()) {
+    return invalid("the [outer, steps, inner] attributes do not describe the operand and result");
   }
-  return "";
+  *call = {{outer, steps, inner}, call->dtype, window, static_cast<Edge>(edge)};
+  return ffi::Error::Success();
 }
 
 }  // namespace causal_moving_avg

@@ -61,18 +61,16 @@ void ComputeOnPool(ffi::ThreadPool& pool, const Plan& plan, const T* x, T* y) {
 ffi::Error HostCall(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
                     ffi::Result<ffi::AnyBuffer> /*scratch: the GPU's only*/, int64_t window,
                     int32_t edge, int64_t outer, int64_t steps, int64_t inner) {
-  const Geometry geometry{outer, steps, inner};
-  DType dtype = DType::kFloat32;  // set by CheckXlaCall
-  const std::string problem =
-      CheckXlaCall(geometry, static_cast<XLA_FFI_DataType>(x.element_type()),
-                   static_cast<int64_t>(x.element_count()),
-                   static_cast<int64_t>(y->element_count()), window, edge, &dtype);
-  if (!problem.empty()) return ffi::Error::InvalidArgument("CausalMovingAvg: " + problem);
+  XlaCall call{};
+  if (ffi::Error error = ReadXlaCall(x, *y, window, edge, outer, steps, inner, &call);
+      error.failure()) {
+    return error;
+  }
   if (x.element_count() == 0) return ffi::Error::Success();
-  const Plan plan = MakeCpuPlan(geometry, window, static_cast<Edge>(edge));
+  const Plan plan = MakeCpuPlan(call.geometry, call.window, call.edge);
   HintHugePages(y->untyped_data(), static_cast<int64_t>(y->size_bytes()));
   // The TF CPU kernel's types, so the same instantiations of the core run.
-  switch (dtype) {
+  switch (call.dtype) {
 #define CMA_COMPUTE(enumerator, name)                                            \
   case DType::enumerator:                                                        \
     ComputeOnPool(pool, plan, x.reinterpret_data<TfTypeOf<DType::enumerator>>(), \
