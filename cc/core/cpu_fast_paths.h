@@ -1,11 +1,12 @@
 // The CPU's fast paths for a single contiguous sequence (host only: a GPU thread would keep their
 // buffers in slow local memory). A running sum is bound by its one loop-carried add, so these
 // break that dependency: short windows sum each output directly, longer ones run four
-// interleaved running sums over chunks of steps, in passes the compiler vectorises whole.
+// interleaved running sums, held in one vector register, over chunks of steps.
 #ifndef CAUSAL_MOVING_AVG_CC_CORE_CPU_FAST_PATHS_H_
 #define CAUSAL_MOVING_AVG_CC_CORE_CPU_FAST_PATHS_H_
 
 #include <cstdint>
+#include <cstring>
 
 #include "cc/core/numerics.h"
 #include "cc/core/types.h"
@@ -16,6 +17,32 @@ namespace causal_moving_avg {
 
 // Steps per chunk of the passes below: their buffers stay in L1.
 constexpr int64_t kCpuChunkSteps = 256;
+
+// Four accumulators in one vector (GCC/Clang vector extension; split into halves without AVX).
+template <typename Acc>
+struct Lanes4Of;
+template <>
+struct Lanes4Of<double> {
+  typedef double type __attribute__((vector_size(32)));
+};
+template <>
+struct Lanes4Of<float> {
+  typedef float type __attribute__((vector_size(16)));
+};
+template <typename Acc>
+using Lanes4 = typename Lanes4Of<Acc>::type;
+
+// Adds (d[k] + d[k + 1]) + (d[k + 2] + d[k + 3]) to lane k of *s, k = 0..3: the next step of
+// each interleaved sum. (By pointer: a returned 32-byte vector would warn about the ABI.)
+template <typename Acc>
+inline void AddWindows4(const Acc* d, Lanes4<Acc>* s) {
+  Lanes4<Acc> d0, d1, d2, d3;
+  std::memcpy(&d0, d, sizeof d0);
+  std::memcpy(&d1, d + 1, sizeof d1);
+  std::memcpy(&d2, d + 2, sizeof d2);
+  std::memcpy(&d3, d + 3, sizeof d3);
+  *s += (d0 + d1) + (d2 + d3);
+}
 
 // Up to this window, a single sequence sums each output's window directly.
 constexpr int64_t kShortWindowMax = 4;
@@ -57,11 +84,11 @@ inline void ShortWindowMeans(const T* __restrict__ x, T* __restrict__ y, int64_t
 
 // A single sequence from step t (whose window sum so far, S(t - 1), is *sum) to as close to t1 as
 // whole chunks go; returns where it stopped and leaves S of the step before in *sum. Each chunk
-// takes three vectorised passes over small buffers: the differences d(s) = x[s] - x[s - W] (x is
-// 0 before the start), the window sums S(s) = S(s - 4) + d(s - 3) + d(s - 2) + d(s - 1) + d(s)
-// (four interleaved running sums: the recurrence's distance, 4, spans a whole vector), and the
-// scaled outputs. The regrouping changes only rounding far below the input type's
-// (Sum::kRegroupable).
+// takes two vectorised passes: the differences d(s) = x[s] - x[s - W] (x is 0 before the start)
+// into a small buffer, then the window sums S(s) = S(s - 4) + d(s - 3) + d(s - 2) + d(s - 1) + d(s)
+// (four interleaved running sums: the recurrence's distance, 4, spans a whole vector) with the
+// scaled outputs (a third pass while the divisor still grows, or for strided sequences). The
+// regrouping changes only rounding far below the input type's (Sum::kRegroupable).
 template <typename T, typename Acc>
 int64_t InterleavedChunks(const T* __restrict__ x, T* __restrict__ y, int64_t stride, int64_t t,
                           int64_t t1, const InverseDivisors<Acc>& divisors, Acc* sum) {
@@ -93,24 +120,39 @@ int64_t InterleavedChunks(const T* __restrict__ x, T* __restrict__ y, int64_t st
         d[k + 3] = static_cast<Acc>(xt[k * stride]) - static_cast<Acc>(xo[(k - filling) * stride]);
       }
     }
-    for (int64_t k = 0; k < kChunk; ++k) {
-      sums[k + 4] = sums[k] + ((d[k] + d[k + 1]) + (d[k + 2] + d[k + 3]));
-    }
     T* yt = y + t * stride;
     // Steps whose divisor still grows come first (an int32 count, so the loops vectorise).
     const int32_t growing = static_cast<int32_t>(divisors.GrowingSteps(t, kChunk));
-    Acc buffer[kChunk];
-    const Acc* growing_inv = growing > 0 ? divisors.GrowingReciprocals(t, growing, buffer) : buffer;
     const Acc inv_window = divisors.inv_window;
-    if (stride == 1) {
-      for (int32_t k = 0; k < growing; ++k) yt[k] = RoundTo<T>(sums[k + 4] * growing_inv[k]);
-      for (int64_t k = growing; k < kChunk; ++k) yt[k] = RoundTo<T>(sums[k + 4] * inv_window);
-    } else {
-      for (int32_t k = 0; k < growing; ++k) {
-        yt[k * stride] = RoundTo<T>(sums[k + 4] * growing_inv[k]);
+    // The four sums stay in one register across the chunk: written as the array recurrence, each
+    // step would wait for the previous step's store to come back from memory.
+    Lanes4<Acc> s;
+    std::memcpy(&s, sums, sizeof s);
+    if (growing == 0 && stride == 1) {  // the steady state: outputs straight from the register
+      for (int64_t k = 0; k < kChunk; k += 4) {
+        AddWindows4(d + k, &s);
+        const Lanes4<Acc> means = s * inv_window;
+        for (int64_t i = 0; i < 4; ++i) yt[k + i] = RoundTo<T>(means[i]);
       }
-      for (int64_t k = growing; k < kChunk; ++k) {
-        yt[k * stride] = RoundTo<T>(sums[k + 4] * inv_window);
+      std::memcpy(sums + kChunk, &s, sizeof s);
+    } else {
+      for (int64_t k = 0; k < kChunk; k += 4) {
+        AddWindows4(d + k, &s);
+        std::memcpy(sums + k + 4, &s, sizeof s);
+      }
+      Acc buffer[kChunk];
+      const Acc* growing_inv =
+          growing > 0 ? divisors.GrowingReciprocals(t, growing, buffer) : buffer;
+      if (stride == 1) {
+        for (int32_t k = 0; k < growing; ++k) yt[k] = RoundTo<T>(sums[k + 4] * growing_inv[k]);
+        for (int64_t k = growing; k < kChunk; ++k) yt[k] = RoundTo<T>(sums[k + 4] * inv_window);
+      } else {
+        for (int32_t k = 0; k < growing; ++k) {
+          yt[k * stride] = RoundTo<T>(sums[k + 4] * growing_inv[k]);
+        }
+        for (int64_t k = growing; k < kChunk; ++k) {
+          yt[k * stride] = RoundTo<T>(sums[k + 4] * inv_window);
+        }
       }
     }
     for (int64_t j = 0; j < 4; ++j) sums[j] = sums[kChunk + j];
