@@ -15,8 +15,7 @@ def time_call(fn, repeats, min_seconds=0.0, max_seconds=3.0):
     if hasattr(result, "numpy"):
         result.numpy()
     first = time.perf_counter() - begin
-    if max_seconds != float("inf"):
-        repeats = max(min(repeats, 5), min(repeats, int(max_seconds / max(first, 1e-9))))
+    repeats = max(min(repeats, 5), int(min(repeats, max_seconds / max(first, 1e-9))))
     samples = []
     start = time.perf_counter()
     while len(samples) < repeats or (

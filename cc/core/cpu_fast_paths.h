@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "cc/core/numerics.h"
 #include "cc/core/types.h"
@@ -18,25 +19,14 @@ namespace causal_moving_avg {
 // Steps per chunk of the passes below: their buffers stay in L1.
 constexpr int64_t kCpuChunkSteps = 256;
 
-// Four accumulators in one vector (GCC/Clang vector extension; split into halves without AVX).
-template <typename Acc>
-struct Lanes4Of;
-template <>
-struct Lanes4Of<double> {
-  typedef double type __attribute__((vector_size(32)));
-};
-template <>
-struct Lanes4Of<float> {
-  typedef float type __attribute__((vector_size(16)));
-};
-template <typename Acc>
-using Lanes4 = typename Lanes4Of<Acc>::type;
+// Four float64 accumulators in one vector (GCC/Clang vector extension; split into halves
+// without AVX).
+typedef double Float64x4 __attribute__((vector_size(32)));
 
 // Adds (d[k] + d[k + 1]) + (d[k + 2] + d[k + 3]) to lane k of *s, k = 0..3: the next step of
 // each interleaved sum. (By pointer: a returned 32-byte vector would warn about the ABI.)
-template <typename Acc>
-inline void AddWindows4(const Acc* d, Lanes4<Acc>* s) {
-  Lanes4<Acc> d0, d1, d2, d3;
+inline void AddWindows4(const double* d, Float64x4* s) {
+  Float64x4 d0, d1, d2, d3;
   std::memcpy(&d0, d, sizeof d0);
   std::memcpy(&d1, d + 1, sizeof d1);
   std::memcpy(&d2, d + 2, sizeof d2);
@@ -92,6 +82,7 @@ inline void ShortWindowMeans(const T* __restrict__ x, T* __restrict__ y, int64_t
 template <typename T, typename Acc>
 int64_t InterleavedChunks(const T* __restrict__ x, T* __restrict__ y, int64_t stride, int64_t t,
                           int64_t t1, const InverseDivisors<Acc>& divisors, Acc* sum) {
+  static_assert(std::is_same_v<Acc, double>, "the regroupable sums (PlainSum) are float64");
   constexpr int64_t kChunk = kCpuChunkSteps;
   if (t + kChunk > t1) return t;
   // Inputs leave the window `reach` steps after entering; a window longer than the sequence
@@ -126,12 +117,12 @@ int64_t InterleavedChunks(const T* __restrict__ x, T* __restrict__ y, int64_t st
     const Acc inv_window = divisors.inv_window;
     // The four sums stay in one register across the chunk: written as the array recurrence, each
     // step would wait for the previous step's store to come back from memory.
-    Lanes4<Acc> s;
+    Float64x4 s;
     std::memcpy(&s, sums, sizeof s);
     if (growing == 0 && stride == 1) {  // the steady state: outputs straight from the register
       for (int64_t k = 0; k < kChunk; k += 4) {
         AddWindows4(d + k, &s);
-        const Lanes4<Acc> means = s * inv_window;
+        const Float64x4 means = s * inv_window;
         for (int64_t i = 0; i < 4; ++i) yt[k + i] = RoundTo<T>(means[i]);
       }
       std::memcpy(sums + kChunk, &s, sizeof s);
