@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import tensorflow as tf
 from tensorflow.python.framework import kernels
 
@@ -45,3 +46,39 @@ def test_xla_kernel_built_where_tensorflow_allows_it():
     info = causal_moving_avg.build_info()
     assert info["xla"] == ((major, minor) >= (2, 20))
     assert bool(info["xla_platforms"]) == info["xla"]
+
+
+FIRST_USES = {
+    "build_info": "cma.build_info()",
+    "the op": "cma.causal_moving_avg([1.0, 2.0, 3.0], window=2)",
+    "the layer": "cma.CausalMovingAverage(window=2)(np.ones((1, 4, 1), np.float32))",
+    "the NumPy function": "cma.numpy_causal_moving_avg([1.0, 2.0, 3.0], window=2)",
+}
+FIRST_USE_SCRIPT = """
+import sys, warnings
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    {imports}
+    import numpy as np
+    import causal_moving_avg as cma
+    {use}
+print("WARNINGS:", [f"{{w.category.__name__}}: {{w.message}}" for w in caught])
+"""
+
+
+@pytest.mark.parametrize("first_import", ["", "import tensorflow", "import keras"])
+@pytest.mark.parametrize("use", sorted(FIRST_USES))
+def test_first_use_in_a_fresh_process_warns_nothing(use, first_import):
+    """What a new user does first (after importing TensorFlow or Keras themselves, or not), in a
+    fresh process: no warning of any kind, from us or from the frameworks we import."""
+    script = FIRST_USE_SCRIPT.format(imports=first_import or "pass", use=FIRST_USES[use])
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "WARNINGS: []"
+    assert "Warning" not in result.stderr, result.stderr[-3000:]

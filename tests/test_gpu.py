@@ -123,6 +123,31 @@ def test_xla_cuda_handler_compiled_in_and_registered():
     assert ("causal_moving_avg::(anonymous namespace)::CudaCall(" in symbols) == info["xla"]
 
 
+# What TensorFlow's own CUDA runtime filled: a cudaDeviceProp (or anything read from one) crossing
+# into our code is laid out by TensorFlow's CUDA version, not by the one our files compile against.
+TF_FILLED_DEVICE_PROPERTIES = re.compile(
+    r"getNumGpuMultiProcessors|deviceProperties\s*\(|cudaDeviceProp|cudaGetDeviceProperties|"
+    r"gpu_device_info|GetDeviceDescription|device_description"
+)
+
+
+def test_tensorflow_glue_never_reads_device_properties_tensorflow_filled():
+    """The TF GPU kernel and the XLA handlers ask our own CUDA runtime about the device (through
+    the core's PrepareCurrentGpu); a struct TensorFlow filled with another CUDA version's layout
+    gave them a wrong multiprocessor count once."""
+    glue = sorted((ROOT / "cc" / "kernels").glob("*")) + sorted((ROOT / "cc" / "xla").glob("*"))
+    assert glue, "the TF glue files were not found"
+    offenders = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in glue
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if TF_FILLED_DEVICE_PROPERTIES.search(line.split("//")[0])  # code, not comments
+    ]
+    assert offenders == []
+    launcher = (ROOT / "cc" / "core" / "gpu_device.cc").read_text()
+    assert "cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount" in launcher
+
+
 @needs_cuda_build
 def test_library_needs_no_cuda_runtime_library_to_load():
     """The CUDA runtime is linked in privately: no libcudart in NEEDED, no cuda* symbol exported."""

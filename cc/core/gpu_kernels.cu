@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "cc/core/gpu_direct.h"
+#include "cc/core/gpu_grid.h"
 #include "cc/core/gpu_launch.h"
 #include "cc/core/numerics.h"
 #include "cc/core/plan.h"
@@ -17,8 +18,6 @@
 #include "cc/core/types.h"
 
 namespace causal_moving_avg {
-
-constexpr int kGpuThreadsPerBlock = 256;
 
 // Direct summation, kDirectOutputsPerThread outputs per thread and round of a grid-stride loop;
 // see DirectMeansOfThread.
@@ -77,13 +76,6 @@ __global__ void __launch_bounds__(kTileThreads)
   }
 }
 
-// Enough blocks to fill every SM, the rest covered by the grid-stride loops.
-inline unsigned GridSize(int64_t work_items, int sm_count) {
-  const int64_t wanted = CeilDiv(work_items, kGpuThreadsPerBlock);
-  const int64_t resident = static_cast<int64_t>(sm_count) * (2048 / kGpuThreadsPerBlock) * 4;
-  return static_cast<unsigned>(Max64(1, Min64(wanted, resident)));
-}
-
 namespace {
 
 template <typename T>
@@ -101,8 +93,7 @@ cudaError_t Launch(cudaStream_t stream, int sm_count, Geometry geometry, int64_t
       if (geometry.inner >= kTileMaxInner) return cudaErrorInvalidValue;
       using Sum = SumOf<T>;
       const TileScanPlan plan = MakeTileScanPlan<Sum>(geometry, window, edge);
-      const unsigned blocks =
-          static_cast<unsigned>(Min64(plan.num_tiles, static_cast<int64_t>(sm_count) * 32));
+      const unsigned blocks = TileScanBlocks(plan.num_tiles, sm_count);
       auto* sums = static_cast<CarefulWindow<Sum>*>(scratch);
       if (plan.whole_tiles > 0) {
         TileSumsKernel<T><<<blocks, kTileThreads, 0, stream>>>(plan, x, sums);
@@ -122,20 +113,71 @@ cudaError_t Launch(cudaStream_t stream, int sm_count, Geometry geometry, int64_t
 
 }  // namespace
 
-cudaError_t LaunchOnGpu(DType dtype, cudaStream_t stream, int sm_count, Geometry geometry,
-                        int64_t window, Edge edge, const void* x, void* y, void* scratch,
-                        GpuKernel kernel) {
+// Every kernel of the library, for each dtype: what LoadGpuKernels loads.
+template <typename T>
+cudaError_t LoadKernelsOf() {
+  cudaFuncAttributes attributes;
+  const void* kernels[] = {
+      reinterpret_cast<const void*>(&DirectMeanKernel<T>),
+      reinterpret_cast<const void*>(&RunningMeanUnitsKernel<T>),
+      reinterpret_cast<const void*>(&TileSumsKernel<T>),
+      reinterpret_cast<const void*>(&TileMeansKernel<T>),
+  };
+  for (const void* kernel : kernels) {
+    if (const cudaError_t error = cudaFuncGetAttributes(&attributes, kernel);
+        error != cudaSuccess) {
+      return error;
+    }
+  }
+  return cudaSuccess;
+}
+
+cudaError_t LoadGpuKernels() {
+#define CMA_LOAD(enumerator, name)                                              \
+  if (const cudaError_t error =                                                 \
+          LoadKernelsOf<CppTypeOf<__half, __nv_bfloat16, DType::enumerator>>(); \
+      error != cudaSuccess) {                                                   \
+    return error;                                                               \
+  }
+  CMA_FOR_EACH_DTYPE(CMA_LOAD)
+#undef CMA_LOAD
+  return cudaSuccess;
+}
+
+GpuStatus LaunchOnGpu(DType dtype, cudaStream_t stream, Geometry geometry, int64_t window,
+                      Edge edge, const void* x, void* y, void* scratch, GpuKernel kernel) {
+  GpuStatus status;
+  // An error an earlier runtime call on this thread left behind is not this launch's: clear it.
+  // A sticky one (the context is broken) cannot be cleared: say so instead of blaming the launch.
+  if (const cudaError_t earlier = cudaGetLastError(); earlier != cudaSuccess) {
+    if (cudaPeekAtLastError() != cudaSuccess) {
+      status.step = GpuStatus::Step::kStickyBefore;
+      status.error = earlier;
+      return status;
+    }
+  }
+  int sm_count = 0;
+  status = PrepareCurrentGpu(&sm_count);
+  if (!status.ok()) return status;
   switch (dtype) {
-#define CMA_LAUNCH(enumerator, name)                                                  \
-  case DType::enumerator: {                                                           \
-    using T = CppTypeOf<__half, __nv_bfloat16, DType::enumerator>;                    \
-    return Launch(stream, sm_count, geometry, window, edge, static_cast<const T*>(x), \
-                  static_cast<T*>(y), scratch, kernel);                               \
+#define CMA_LAUNCH(enumerator, name)                                                          \
+  case DType::enumerator: {                                                                   \
+    using T = CppTypeOf<__half, __nv_bfloat16, DType::enumerator>;                            \
+    status.error = Launch(stream, sm_count, geometry, window, edge, static_cast<const T*>(x), \
+                          static_cast<T*>(y), scratch, kernel);                               \
+    break;                                                                                    \
   }
     CMA_FOR_EACH_DTYPE(CMA_LAUNCH)
 #undef CMA_LAUNCH
+    default:
+      status.error = cudaErrorInvalidValue;
   }
-  return cudaErrorInvalidValue;
+  if (status.error != cudaSuccess) {
+    // cudaGetLastError (in Launch) cleared an ordinary launch error; a sticky one stays.
+    status.step = cudaPeekAtLastError() != cudaSuccess ? GpuStatus::Step::kStickyAfter
+                                                       : GpuStatus::Step::kLaunch;
+  }
+  return status;
 }
 
 }  // namespace causal_moving_avg

@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <string>
 
 #include "cc/core/numerics.h"
 #include "cc/core/tile_scan.h"
@@ -55,13 +56,48 @@ inline int64_t GpuScratchBytes(DType dtype, Geometry geometry, int64_t window,
                                         geometry, window, Edge::kZeros));
 }
 
-// Enqueues the op on `stream` for a non-empty input (device pointers of `dtype`) and returns the
-// launch status. `sm_count` is the device's multiprocessor count; `scratch` holds at least
-// GpuScratchBytes(dtype, geometry, window, kernel) bytes of device memory (may be null when that
-// is 0). Any kernel computes any shape, except the tile scan, which needs inner < kTileMaxInner.
-cudaError_t LaunchOnGpu(DType dtype, cudaStream_t stream, int sm_count, Geometry geometry,
-                        int64_t window, Edge edge, const void* x, void* y, void* scratch,
-                        GpuKernel kernel = GpuKernel::kAuto);
+// The outcome of preparing a device or launching on it, worded once for every caller (the TF
+// kernel, the XLA handler, the harness): which step failed, and the runtime's error.
+struct GpuStatus {
+  enum class Step {
+    kNone,          // success
+    kStickyBefore,  // the context was already broken by an earlier error (not this op's)
+    kDriver,        // the driver is older than the runtime the kernels were built with
+    kDeviceQuery,   // a runtime query about the current device failed
+    kLoadKernels,   // loading the kernels' module onto the device failed
+    kLaunch,        // the launch itself failed
+    kStickyAfter,   // the launch met a sticky error that an earlier kernel may have caused
+  };
+  Step step = Step::kNone;
+  cudaError_t error = cudaSuccess;
+  int driver_version = 0;
+  int runtime_version = 0;
+
+  bool ok() const { return step == Step::kNone; }
+  // "CausalMovingAvg: ..." naming the failed step, the error and, where it helps, the fix.
+  std::string Message() const;
+};
+
+// Prepares the current device (the one whose context is current on this thread: TensorFlow's or
+// XLA's for the op) once per process and device, and gives its multiprocessor count (>= 1): checks
+// the driver against the runtime, asks the runtime (never a cudaDeviceProp filled by another
+// runtime) for the count, and loads every kernel of the library, so that no kernel loads lazily
+// at its first launch inside a training step. Later calls read a cache.
+GpuStatus PrepareCurrentGpu(int* sm_count);
+
+// Loads the module of every kernel of the library onto the current device (cudaFuncGetAttributes
+// on each); part of PrepareCurrentGpu.
+cudaError_t LoadGpuKernels();
+
+// Enqueues the op on `stream` for a non-empty input (device pointers of `dtype`) on the current
+// device, preparing it first if needed. `scratch` holds at least GpuScratchBytes(dtype, geometry,
+// window, kernel) bytes of device memory (may be null when that is 0). Any kernel computes any
+// shape, except the tile scan, which needs inner < kTileMaxInner. An error left by an earlier
+// runtime call on this thread is cleared first, so a failure reported here is this launch's, or a
+// sticky one named as such.
+GpuStatus LaunchOnGpu(DType dtype, cudaStream_t stream, Geometry geometry, int64_t window,
+                      Edge edge, const void* x, void* y, void* scratch,
+                      GpuKernel kernel = GpuKernel::kAuto);
 
 }  // namespace causal_moving_avg
 

@@ -39,6 +39,15 @@ namespace {
     }                                                                    \
   } while (0)
 
+#define CHECK_LAUNCH(call)                                                                \
+  do {                                                                                    \
+    const cma::GpuStatus status_ = (call);                                                \
+    if (!status_.ok()) {                                                                  \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, status_.Message().c_str()); \
+      std::exit(1);                                                                       \
+    }                                                                                     \
+  } while (0)
+
 // Each dtype's name and allowed error relative to the window's magnitude: one rounding of the
 // output type plus the accumulator's (the GPU may sum in another order than the CPU).
 struct DtypeInfo {
@@ -91,7 +100,7 @@ std::vector<T> MakeInput(const Case& c, std::mt19937_64& rng) {
 }
 
 template <typename T>
-std::vector<T> RunGpu(const Case& c, const std::vector<T>& x, unsigned char poison, int sm_count) {
+std::vector<T> RunGpu(const Case& c, const std::vector<T>& x, unsigned char poison) {
   const size_t bytes = x.size() * sizeof(T);
   T *dx = nullptr, *dy = nullptr;
   void* scratch = nullptr;
@@ -105,8 +114,8 @@ std::vector<T> RunGpu(const Case& c, const std::vector<T>& x, unsigned char pois
         cma::GpuScratchBytes(InfoOf<T>().dtype, c.geometry, c.window, c.kernel);
     CHECK_CUDA(cudaMalloc(&scratch, scratch_bytes + 1));
     CHECK_CUDA(cudaMemset(scratch, poison, scratch_bytes + 1));
-    CHECK_CUDA(cma::LaunchOnGpu(InfoOf<T>().dtype, nullptr, sm_count, c.geometry, c.window, c.edge,
-                                dx, dy, scratch, c.kernel));
+    CHECK_LAUNCH(cma::LaunchOnGpu(InfoOf<T>().dtype, nullptr, c.geometry, c.window, c.edge, dx, dy,
+                                  scratch, c.kernel));
   }
   CHECK_CUDA(cudaDeviceSynchronize());
   std::vector<T> y(x.size());
@@ -119,7 +128,7 @@ std::vector<T> RunGpu(const Case& c, const std::vector<T>& x, unsigned char pois
 
 // Returns an empty string when the GPU output matches the CPU core, else what went wrong.
 template <typename T>
-std::string Check(const Case& c, std::mt19937_64& rng, int sm_count) {
+std::string Check(const Case& c, std::mt19937_64& rng) {
   const std::vector<T> x = MakeInput<T>(c, rng);
   std::vector<T> expected(x.size());
   std::vector<double> magnitude(x.size()), abs_x(x.size());
@@ -130,7 +139,7 @@ std::string Check(const Case& c, std::mt19937_64& rng, int sm_count) {
     cma::ComputeUnits<double>(plan, abs_x.data(), magnitude.data(), 0, plan.num_units);
   }
   for (unsigned char poison : {0xFF, 0x7B}) {  // a NaN pattern, then a finite one
-    const std::vector<T> got = RunGpu<T>(c, x, poison, sm_count);
+    const std::vector<T> got = RunGpu<T>(c, x, poison);
     for (size_t i = 0; i < x.size(); ++i) {
       const double e = ToDouble(expected[i]);
       const double g = ToDouble(got[i]);
@@ -149,7 +158,7 @@ std::string Check(const Case& c, std::mt19937_64& rng, int sm_count) {
 }
 
 template <typename T>
-void RunMatrix(bool quick, int sm_count, int* passed, int* failed) {
+void RunMatrix(bool quick, int* passed, int* failed) {
   const std::vector<cma::Geometry> shapes =
       quick ? std::vector<cma::Geometry>{{1, 100000, 1}, {3, 500, 40}, {2, 300, 3}}
             : std::vector<cma::Geometry>{{1, 1 << 20, 1}, {4, 20000, 3}, {2, 3000, 32},
@@ -171,7 +180,7 @@ void RunMatrix(bool quick, int sm_count, int* passed, int* failed) {
           }
           for (cma::GpuKernel kernel : kernels) {
             const Case c{shape, window, edge, specials, kernel};
-            const std::string error = Check<T>(c, rng, sm_count);
+            const std::string error = Check<T>(c, rng);
             if (error.empty()) {
               ++*passed;
             } else {
@@ -219,7 +228,7 @@ float TimeMs(Launch launch, int repeats) {
 // `nan_first`: x[0] is NaN, the worst case for the careful redo (with W >= steps it reaches
 // every output of the row).
 template <typename T>
-void Benchmark(cma::Geometry g, int64_t window, int sm_count, int repeats, bool nan_first = false,
+void Benchmark(cma::Geometry g, int64_t window, int repeats, bool nan_first = false,
                cma::GpuKernel kernel = cma::GpuKernel::kAuto) {
   const int64_t n = g.outer * g.steps * g.inner;
   const size_t bytes = n * sizeof(T);
@@ -234,8 +243,8 @@ void Benchmark(cma::Geometry g, int64_t window, int sm_count, int repeats, bool 
       [&] { CHECK_CUDA(cudaMemcpyAsync(dy, dx, bytes, cudaMemcpyDeviceToDevice)); }, repeats);
   const float op_ms = TimeMs(
       [&] {
-        CHECK_CUDA(cma::LaunchOnGpu(InfoOf<T>().dtype, nullptr, sm_count, g, window,
-                                    cma::Edge::kZeros, dx, dy, scratch, kernel));
+        CHECK_LAUNCH(cma::LaunchOnGpu(InfoOf<T>().dtype, nullptr, g, window, cma::Edge::kZeros, dx,
+                                      dy, scratch, kernel));
       },
       repeats);
   const double traffic = 2.0 * bytes;
@@ -266,13 +275,12 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaRuntimeGetVersion(&runtime));
   std::printf("device: %s (sm_%d%d, %d SMs), driver %d, runtime %d\n", props.name, props.major,
               props.minor, props.multiProcessorCount, driver, runtime);
-  const int sm = props.multiProcessorCount;
 
   int passed = 0, failed = 0;
-  RunMatrix<float>(quick, sm, &passed, &failed);
-  RunMatrix<double>(quick, sm, &passed, &failed);
-  RunMatrix<__half>(quick, sm, &passed, &failed);
-  RunMatrix<__nv_bfloat16>(quick, sm, &passed, &failed);
+  RunMatrix<float>(quick, &passed, &failed);
+  RunMatrix<double>(quick, &passed, &failed);
+  RunMatrix<__half>(quick, &passed, &failed);
+  RunMatrix<__nv_bfloat16>(quick, &passed, &failed);
   std::printf("correctness: %d passed, %d failed\n", passed, failed);
 
   std::printf(
@@ -281,18 +289,18 @@ int main(int argc, char** argv) {
   const int repeats = quick ? 5 : 20;
   const int64_t big = quick ? (int64_t{1} << 24) : (int64_t{1} << 28);
   for (int64_t window : {int64_t{3}, int64_t{32}, int64_t{1024}, int64_t{4096}, int64_t{100000}}) {
-    Benchmark<float>({1, big, 1}, window, sm, repeats);
-    Benchmark<float>({big / (16384 * 8), 16384, 8}, window, sm, repeats);
-    Benchmark<float>({big / (4096 * 256), 4096, 256}, window, sm, repeats);
+    Benchmark<float>({1, big, 1}, window, repeats);
+    Benchmark<float>({big / (16384 * 8), 16384, 8}, window, repeats);
+    Benchmark<float>({big / (4096 * 256), 4096, 256}, window, repeats);
   }
-  Benchmark<__half>({big / (4096 * 256), 4096, 256}, 3, sm, repeats);
-  Benchmark<double>({big / (4096 * 256) / 2, 4096, 256}, 3, sm, repeats);
-  Benchmark<float>({1, big / 16, 1}, big, sm, repeats, /*nan_first=*/true);
+  Benchmark<__half>({big / (4096 * 256), 4096, 256}, 3, repeats);
+  Benchmark<double>({big / (4096 * 256) / 2, 4096, 256}, 3, repeats);
+  Benchmark<float>({1, big / 16, 1}, big, repeats, /*nan_first=*/true);
   // Direct against tile scan on narrow layouts, to set kGpuDirectMaxWindow from data.
   for (int64_t window : {int64_t{4}, int64_t{8}, int64_t{16}, int64_t{32}}) {
     for (cma::GpuKernel kernel : {cma::GpuKernel::kDirect, cma::GpuKernel::kTileScan}) {
-      Benchmark<float>({1, big, 1}, window, sm, repeats, false, kernel);
-      Benchmark<float>({big / (16384 * 8), 16384, 8}, window, sm, repeats, false, kernel);
+      Benchmark<float>({1, big, 1}, window, repeats, false, kernel);
+      Benchmark<float>({big / (16384 * 8), 16384, 8}, window, repeats, false, kernel);
     }
   }
   std::printf("%d passed, %d failed\n", passed, failed);

@@ -27,14 +27,10 @@ __attribute__((visibility("default"))) int CausalMovingAvgGpuLaunch(int dtype, v
                                                                     int64_t inner, int64_t window,
                                                                     int edge, const void* x,
                                                                     void* y, void* scratch) {
-  int device = 0, sm_count = 0;
-  if (const cudaError_t error = cudaGetDevice(&device); error != cudaSuccess) return error;
-  const cudaError_t error =
-      cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device);
-  if (error != cudaSuccess) return error;
   return cma::LaunchOnGpu(static_cast<cma::DType>(dtype), static_cast<cudaStream_t>(stream),
-                          sm_count, {outer, steps, inner}, window, static_cast<cma::Edge>(edge), x,
-                          y, scratch);
+                          {outer, steps, inner}, window, static_cast<cma::Edge>(edge), x, y,
+                          scratch)
+      .error;
 }
 
 }  // extern "C"

@@ -2,7 +2,6 @@
 // (cc/core/gpu_kernels.cu) on TensorFlow's stream for the op.
 #define EIGEN_USE_GPU
 
-#include "absl/strings/str_cat.h"
 #include "cc/core/gpu_launch.h"
 #include "cc/kernels/causal_moving_avg_op.h"
 #include "unsupported/Eigen/CXX11/Tensor"
@@ -23,14 +22,12 @@ struct LaunchCausalMovingAvg<GPUDevice, T> {
       TF_RETURN_IF_ERROR(ctx->allocate_temp(::tensorflow::DT_UINT8,
                                             ::tensorflow::TensorShape({scratch_bytes}), &scratch));
     }
-    const cudaError_t status =
-        LaunchOnGpu(dtype, device.stream(), device.getNumGpuMultiProcessors(), geometry, window,
-                    edge, x, y, scratch_bytes > 0 ? scratch.flat<uint8_t>().data() : nullptr);
-    if (status != cudaSuccess) {
-      return absl::InternalError(
-          absl::StrCat("CausalMovingAvg: CUDA kernel launch failed: ", cudaGetErrorString(status)));
-    }
-    return absl::OkStatus();
+    // The launcher asks our own runtime about the device (TensorFlow's context is current here);
+    // TensorFlow's cudaDeviceProp was filled by another runtime, whose layout may differ.
+    const GpuStatus status =
+        LaunchOnGpu(dtype, device.stream(), geometry, window, edge, x, y,
+                    scratch_bytes > 0 ? scratch.flat<uint8_t>().data() : nullptr);
+    return status.ok() ? absl::OkStatus() : absl::InternalError(status.Message());
   }
 };
 

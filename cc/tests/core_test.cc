@@ -17,6 +17,7 @@
 
 #include "cc/core/cpu.h"
 #include "cc/core/gpu_direct.h"
+#include "cc/core/gpu_grid.h"
 #include "cc/core/numerics.h"
 #include "cc/core/plan.h"
 #include "cc/core/tile_scan.h"
@@ -273,6 +274,48 @@ void CheckHostBfloat16(std::mt19937_64& rng) {
 
 }  // namespace
 
+// Launch sizes are never 0, whatever the multiprocessor count (a failed or odd query must not
+// launch an empty grid), and grow with it.
+void CheckGpuLaunchSizes() {
+  bool ok = true;
+  for (int sm_count : {-1, 0, 1, 132}) {
+    for (int64_t work : {int64_t{0}, int64_t{1}, int64_t{255}, int64_t{1} << 40}) {
+      ok = ok && cma::GridSize(work, sm_count) >= 1 && cma::TileScanBlocks(work, sm_count) >= 1;
+    }
+  }
+  ok = ok && cma::GridSize(int64_t{1} << 40, 132) > cma::GridSize(int64_t{1} << 40, 1) &&
+       cma::TileScanBlocks(int64_t{1} << 40, 132) == 132 * 32 && cma::TileScanBlocks(5, 132) == 5 &&
+       cma::GridSize(256 * 3, 132) == 3;
+  if (!ok) {
+    std::printf("FAIL gpu launch sizes\n");
+    ++failed;
+    return;
+  }
+  ++passed;
+}
+
+// The driver check accepts a driver of the runtime's major version or newer and names both
+// versions and the needed driver otherwise.
+void CheckDriverProblem() {
+  const bool accepts = cma::DriverProblem(13000, 13000).empty() &&
+                       cma::DriverProblem(13020, 13000).empty() &&
+                       cma::DriverProblem(12020, 12050).empty() &&  // minor version compatibility
+                       cma::DriverProblem(13000, 12050).empty();
+  const std::string old = cma::DriverProblem(12040, 13000);
+  const std::string none = cma::DriverProblem(0, 12050);
+  const bool explains = old.find("CUDA 13.0") != std::string::npos &&
+                        old.find(">= 580") != std::string::npos &&
+                        old.find("supports CUDA 12.4") != std::string::npos &&
+                        none.find(">= 525") != std::string::npos &&
+                        none.find("no NVIDIA driver") != std::string::npos;
+  if (!accepts || !explains) {
+    std::printf("FAIL driver check: '%s' / '%s'\n", old.c_str(), none.c_str());
+    ++failed;
+    return;
+  }
+  ++passed;
+}
+
 int main() {
   std::mt19937_64 rng(7);
   // Single and many rows, narrow and wide lanes (several 256-lane tiles), sequences crossing
@@ -313,6 +356,8 @@ int main() {
   CheckCarefulPathKeepsFloat64Bits(rng);
   CheckHostBfloat16(rng);
   CheckNonFiniteJustBeforeUnits(rng);
+  CheckGpuLaunchSizes();
+  CheckDriverProblem();
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

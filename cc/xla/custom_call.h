@@ -30,10 +30,12 @@ inline std::string XlaAttributes(Geometry geometry, int64_t window, Edge edge) {
          " : i64, inner = " + std::to_string(geometry.inner) + " : i64}";
 }
 
-// Registers `handler` for `platform` with XLA's FFI registry and records the outcome; called
-// when the library loads. Never throws: a failure is recorded for build_info() and for the XLA
-// kernel, which then fails to compile with that message.
-void RegisterXlaHandler(const char* platform, XLA_FFI_Handler* handler);
+// Registers `handler` (and an optional `initialize` handler, which XLA runs when it sets up an
+// executable, before executing it) for `platform` with XLA's FFI registry and records the
+// outcome; called when the library loads. Never throws: a failure is recorded for build_info()
+// and for the XLA kernel, which then fails to compile with that message.
+void RegisterXlaHandler(const char* platform, XLA_FFI_Handler* handler,
+                        XLA_FFI_Handler* initialize = nullptr);
 
 // The platforms whose handler registered, and the failures, as "platform: message" lines.
 std::vector<std::string> XlaRegisteredPlatforms();

@@ -3,7 +3,6 @@
 // kernels are.
 #include <cuda_runtime_api.h>
 
-#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -18,22 +17,9 @@ namespace {
 
 namespace ffi = ::xla::ffi;
 
-// The device's multiprocessor count, asked once per device (0 when the query fails).
-int SmCount(int32_t device) {
-  constexpr int kMaxDevices = 64;
-  static std::atomic<int> known[kMaxDevices] = {};
-  if (device < 0 || device >= kMaxDevices) return 0;
-  int count = known[device].load(std::memory_order_relaxed);
-  if (count == 0 &&
-      cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) == cudaSuccess) {
-    known[device].store(count, std::memory_order_relaxed);
-  }
-  return count;
-}
-
-ffi::Error CudaCall(cudaStream_t stream, int32_t device, ffi::AnyBuffer x,
-                    ffi::Result<ffi::AnyBuffer> y, ffi::Result<ffi::AnyBuffer> scratch,
-                    int64_t window, int32_t edge, int64_t outer, int64_t steps, int64_t inner) {
+ffi::Error CudaCall(cudaStream_t stream, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
+                    ffi::Result<ffi::AnyBuffer> scratch, int64_t window, int32_t edge,
+                    int64_t outer, int64_t steps, int64_t inner) {
   XlaCall call{};
   if (ffi::Error error = ReadXlaCall(x, *y, window, edge, outer, steps, inner, &call);
       error.failure()) {
@@ -46,27 +32,33 @@ ffi::Error CudaCall(cudaStream_t stream, int32_t device, ffi::AnyBuffer x,
                                 std::to_string(scratch->size_bytes()) +
                                 " bytes, the kernels need " + std::to_string(scratch_bytes));
   }
-  const int sm_count = SmCount(device);
-  if (sm_count <= 0) {
-    return ffi::Error::Internal("CausalMovingAvg: cannot read the multiprocessor count of device " +
-                                std::to_string(device));
-  }
-  const cudaError_t status =
-      LaunchOnGpu(call.dtype, stream, sm_count, call.geometry, call.window, call.edge,
-                  x.untyped_data(), y->untyped_data(), scratch->untyped_data());
-  if (status != cudaSuccess) {
-    return ffi::Error::Internal(std::string("CausalMovingAvg: CUDA kernel launch failed: ") +
-                                cudaGetErrorString(status));
-  }
-  return ffi::Error::Success();
+  // XLA made the context of its device current, so the launcher's "current device" is XLA's.
+  const GpuStatus status =
+      LaunchOnGpu(call.dtype, stream, call.geometry, call.window, call.edge, x.untyped_data(),
+                  y->untyped_data(), scratch->untyped_data());
+  return status.ok() ? ffi::Error::Success() : ffi::Error::Internal(status.Message());
 }
 
-XLA_FFI_DEFINE_HANDLER_SYMBOL(kCudaHandler, CudaCall,
-                              BindCustomCall(ffi::Ffi::Bind()
-                                                 .Ctx<ffi::PlatformStream<cudaStream_t>>()
-                                                 .Ctx<ffi::DeviceOrdinal>()));
+XLA_FFI_DEFINE_HANDLER_SYMBOL(
+    kCudaHandler, CudaCall,
+    BindCustomCall(ffi::Ffi::Bind().Ctx<ffi::PlatformStream<cudaStream_t>>()));
 
-const bool kRegistered = (RegisterXlaHandler(kXlaCudaPlatform, kCudaHandler), true);
+// Runs when XLA sets up an executable holding the call, before its first execution (XLA has
+// made its device's context current): prepares the device, so that the kernels' module is not
+// loaded lazily inside a step. The execute handler prepares too, for a runtime that skips this
+// stage; preparing is once per device and process.
+ffi::Error CudaInitialize(ffi::AnyBuffer, ffi::Result<ffi::AnyBuffer>, ffi::Result<ffi::AnyBuffer>,
+                          int64_t, int32_t, int64_t, int64_t, int64_t) {
+  int sm_count = 0;
+  const GpuStatus status = PrepareCurrentGpu(&sm_count);
+  return status.ok() ? ffi::Error::Success() : ffi::Error::Internal(status.Message());
+}
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(kCudaInitialize, CudaInitialize,
+                              BindCustomCall(ffi::Ffi::BindInitialize()));
+
+const bool kRegistered =
+    (RegisterXlaHandler(kXlaCudaPlatform, kCudaHandler, kCudaInitialize), true);
 
 }  // namespace
 }  // namespace causal_moving_avg

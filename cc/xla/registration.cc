@@ -23,13 +23,15 @@ Registrations& Get() {
 
 }  // namespace
 
-void RegisterXlaHandler(const char* platform, XLA_FFI_Handler* handler) {
+void RegisterXlaHandler(const char* platform, XLA_FFI_Handler* handler,
+                        XLA_FFI_Handler* initialize) {
   const XLA_FFI_Api* api = XLA_FFI_GetApi();
   std::string failure;
   if (api == nullptr) {
     failure = "TensorFlow's XLA FFI API is not available";
-  } else if (XLA_FFI_Error* error =
-                 xla::ffi::Ffi::RegisterStaticHandler(api, kXlaTarget, platform, handler)) {
+  } else if (XLA_FFI_Error* error = xla::ffi::Ffi::RegisterStaticHandler(
+                 api, kXlaTarget, platform,
+                 XLA_FFI_Handler_Bundle{nullptr, nullptr, initialize, handler})) {
     failure = xla::ffi::internal::GetErrorMessage(api, error);
     xla::ffi::internal::DestroyError(api, error);
   }

@@ -2,7 +2,6 @@
 
 import keras
 
-from causal_moving_avg._api import causal_moving_avg
 from causal_moving_avg._checks import check_edge, check_window, resolve_axis
 
 
@@ -27,6 +26,10 @@ class CausalMovingAverage(keras.layers.Layer):
         super().build(input_shape)
 
     def call(self, inputs):
+        # Imported here, not with the module: Keras registers this layer while TensorFlow may still
+        # be importing (TensorFlow imports Keras), before the op library can load.
+        from causal_moving_avg._api import causal_moving_avg  # noqa: PLC0415
+
         x = keras.ops.cast(inputs, self.compute_dtype)
         return causal_moving_avg(x, window=self.window, axis=self.axis, edge=self.edge)
 
