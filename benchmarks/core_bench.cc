@@ -101,7 +101,8 @@ int main(int argc, char** argv) {
       for (float& v : x) v = normal(rng);
       last = c.geometry;
     }
-    const cma::Plan plan = cma::MakeCpuPlan(c.geometry, c.window, c.edge);
+    const cma::Plan plan =
+        cma::MakeCpuPlan({c.geometry, cma::DType::kFloat32, c.window, c.edge, x.data(), y.data()});
     const std::function<void()> methods[] = {
         [&] { cma::ComputeUnits<float>(plan, x.data(), y.data(), 0, plan.num_units); },
         [&] { std::memcpy(y.data(), x.data(), n * sizeof(float)); },
@@ -117,8 +118,8 @@ int main(int argc, char** argv) {
     const double ns[3] = {best[0] * 1e9 / n, best[1] * 1e9 / n, best[2] * 1e9 / n};
     std::printf("| [%lld, %lld, %lld] | %lld | %s | %.3f | %.3f | %.3f | %.2f | %.2f |\n",
                 (long long)c.geometry.outer, (long long)c.geometry.steps,
-                (long long)c.geometry.inner, (long long)c.window, cma::EdgeName(c.edge), ns[0],
-                ns[1], ns[2], ns[0] / ns[1], ns[0] / ns[2]);
+                (long long)c.geometry.inner, (long long)c.window, cma::NameOf(c.edge), ns[0], ns[1],
+                ns[2], ns[0] / ns[1], ns[0] / ns[2]);
     std::fflush(stdout);
   }
   return 0;

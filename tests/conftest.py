@@ -64,7 +64,7 @@ def keras_conv1d_moving_avg(x, window):
 # binding): tests cover every one, and the references above refuse a mode they do not know.
 EDGES = _numpy_core.EDGES
 DTYPE_NAMES = _numpy_core.DTYPES
-# How the CPU cuts the work (segment elements, chunk steps, ...), for tests aimed at its edges.
+# How the CPU cuts the work (span elements, chunk steps, ...), for tests aimed at its edges.
 CPU_PLAN = _numpy_core.CPU_PLAN
 
 # Allowed error per dtype, relative to the window's magnitude (the mean of |x| over the window):

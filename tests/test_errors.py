@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from causal_moving_avg import causal_moving_avg
+from causal_moving_avg import CausalMovingAverage, causal_moving_avg, numpy_causal_moving_avg
 from causal_moving_avg._loader import ops
+from conftest import EDGES
 
 X = np.zeros((2, 5, 3), np.float32)
 
@@ -118,3 +119,32 @@ def test_masked_array_is_refused_not_averaged_with_its_masked_values():
     masked = np.ma.array([1.0, 2.0, 3.0], mask=[0, 1, 0])
     with pytest.raises(TypeError, match="x must not be a masked array"):
         causal_moving_avg(masked, window=2)
+
+
+# The three entry points, each with its input's name in errors: one check of a call's arguments
+# serves them all, so the same bad argument raises the same error from each.
+ENTRY_POINTS = {
+    "op": (causal_moving_avg, "x"),
+    "numpy": (numpy_causal_moving_avg, "a"),
+    "layer": (lambda x, **kwargs: CausalMovingAverage(**kwargs)(x), "x"),
+}
+
+
+@pytest.mark.parametrize(
+    "kwargs,x,error,message",
+    [
+        ({"window": 0}, X, ValueError, "window must be an int >= 1 (and below 2**63), got 0"),
+        ({"window": 2.5}, X, TypeError, "window must be an int >= 1, got 2.5 of type float"),
+        ({"edge": "bogus"}, X, ValueError, f"edge must be one of {EDGES}, got 'bogus'"),
+        ({"axis": 3}, X, ValueError, "axis 3 is out of range for a tensor of rank 3 (allowed: -3 to 2)"),
+        ({}, np.float32(2.0), ValueError, "{name} must have rank >= 1 (a sequence), got a scalar"),
+    ],
+    ids=["window=0", "window=2.5", "edge=bogus", "axis=3", "scalar"],
+)
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_every_entry_point_gives_the_same_error(entry, kwargs, x, error, message):
+    function, input_name = ENTRY_POINTS[entry]
+    with pytest.raises(error) as raised:
+        function(x, **kwargs)
+    assert type(raised.value) is error
+    assert str(raised.value) == message.format(name=input_name)

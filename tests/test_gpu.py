@@ -200,6 +200,34 @@ def test_core_cpp_tests_pass():
     assert result.stdout.strip().endswith(" 0 failed")
 
 
+def test_core_cpp_test_cases_run_by_name():
+    """The C++ core test's cases are named and run alone: --list names them, --filter runs only
+    those it names, and a filter that names no case is an error."""
+    binary = BUILD_DIR / "cma_core_test"
+    assert binary.exists(), f"{binary} was not built"
+    listed = subprocess.run([str(binary), "--list"], capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    names = listed.stdout.split()
+    assert {"driver_problem", "gpu_launch_sizes", "host_bfloat16"} <= set(names)
+    assert any(name.startswith("reference/float64/partial/") for name in names)
+    assert len(names) == len(set(names))
+
+    subset = subprocess.run(
+        [str(binary), "--filter", "driver_problem", "--filter", "gpu_launch_sizes"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert subset.returncode == 0, subset.stdout[-3000:]
+    # One check each: only the two cases ran.
+    assert subset.stdout.strip().splitlines()[-1] == "2 passed, 0 failed"
+
+    unknown = subprocess.run(
+        [str(binary), "--filter", "no_such_case"], capture_output=True, text=True, timeout=60
+    )
+    assert unknown.returncode == 2 and "no_such_case" in unknown.stderr
+
+
 @needs_gpu
 @pytest.mark.parametrize("dtype", [tf.as_dtype(name) for name in DTYPE_NAMES])
 def test_gpu_matches_reference(dtype):

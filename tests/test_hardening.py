@@ -27,7 +27,7 @@ SANITIZER_REPORT = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSan
 def test_core_and_numpy_binding_are_clean_under_asan_and_ubsan():
     """TF-free build of the C++ core test and the NumPy binding with -fsanitize=address,undefined
     (no recovery: any report aborts), driven over T=0/1, W=1, W>T, W up to the int64 limit, one
-    and many lanes, segment boundaries, NaN/Inf and non-contiguous views. The driver also checks
+    and many lanes, span boundaries, NaN/Inf and non-contiguous views. The driver also checks
     that this baseline build gives bitwise the installed (-O3, AVX2 version) build's results."""
     configure = [
         "cmake",
@@ -148,7 +148,7 @@ def test_property_matches_float64_reference(case):
     scale = reference_moving_avg(np.abs(quantized), window, axis, edge)
     finite = np.isfinite(expected)
     # One rounding of the output relative to the window's magnitude, plus the running sum's error
-    # relative to the largest value that passed through its segment (the documented contract),
+    # relative to the largest value that passed through its span (the documented contract),
     # plus the output's own rounding where it is subnormal (the op computes with subnormals, as
     # IEEE arithmetic does, on TensorFlow's threads too).
     finite_x = np.where(np.isfinite(quantized), np.abs(quantized), 0.0)

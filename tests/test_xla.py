@@ -96,7 +96,7 @@ def test_huge_and_tiny_values_under_jit_compile(window):
         expected = reference_moving_avg(x.astype(np.float64) * scale, window, 1) / scale
         magnitude = reference_moving_avg(np.abs(x.astype(np.float64)) * scale, window, 1) / scale
         # One rounding, plus the running sum's documented error: 2^-50 of the largest value that
-        # passed through its segment (here, of the row).
+        # passed through its span (here, of the row).
         passed_through = np.nanmax(np.where(np.isinf(x), 0, np.abs(x)), axis=1, keepdims=True)
         finite = np.isfinite(expected)
         np.testing.assert_array_equal(got[~finite], expected[~finite])

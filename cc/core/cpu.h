@@ -1,6 +1,6 @@
 // The CPU entry point, shared by the TF CPU kernel, the XLA Host handler and the NumPy binding:
-// ComputeUnits over a shard of the plan's units, how to cut a call into shards, and the output's
-// huge-page hint. Host only.
+// ComputeOnCpu cuts a call into shards of the plan's units and runs them on the binding's threads
+// (ComputeUnits per shard), with the output's huge-page hint. Host only.
 #ifndef CAUSAL_MOVING_AVG_CC_CORE_CPU_H_
 #define CAUSAL_MOVING_AVG_CC_CORE_CPU_H_
 
@@ -15,6 +15,7 @@
 #include <xmmintrin.h>
 #endif
 
+#include "cc/core/call.h"
 #include "cc/core/numerics.h"
 #include "cc/core/plan.h"
 #include "cc/core/running_means.h"
@@ -27,7 +28,7 @@ namespace causal_moving_avg {
 // saves.
 constexpr int64_t kMinShardElements = int64_t{1} << 15;
 inline int64_t ShardCount(const Plan& plan, int64_t threads) {
-  const Geometry& g = plan.geometry;
+  const Geometry& g = plan.call.view;
   const int64_t by_size = g.outer * g.steps * g.inner / kMinShardElements;
   return Max64(1, Min64(Min64(threads, plan.num_units), by_size));
 }
@@ -138,6 +139,30 @@ void ComputeUnits(const Plan& plan, const T* x, T* y, int64_t begin, int64_t end
   if (ActiveCpuVersion() == CpuVersion::kAvx2) return ComputeUnitsAvx2<T>(plan, x, y, begin, end);
 #endif
   ComputeUnitsBaseline<T>(plan, x, y, begin, end);
+}
+
+// Computes a checked, non-empty call on the CPU: the one sharding routine of every binding. The
+// plan's units are cut into at most `threads` shards (ShardCount) and
+// `run_shards(shards, run_shard)` runs run_shard(k) for every k in [0, shards), on whatever
+// threads the binding has (TensorFlow's or XLA's pool, std::threads, or the calling thread alone).
+// Unit boundaries do not depend on the shards, so every binding gives the same bits. Float16 and
+// Bfloat16 are the binding's 16-bit types (same layout as IEEE binary16 and bfloat16).
+template <typename Float16, typename Bfloat16, typename RunShards>
+void ComputeOnCpu(const Call& call, int64_t threads, RunShards&& run_shards) {
+  const Plan plan = MakeCpuPlan(call);
+  VisitDType<Float16, Bfloat16>(call.dtype, [&](auto type) {
+    using T = decltype(type);
+    const T* x = static_cast<const T*>(call.x);
+    T* y = static_cast<T*>(call.y);
+    HintHugePages(y, call.Elements() * static_cast<int64_t>(sizeof(T)));
+    const int64_t shards = ShardCount(plan, threads);
+    if (shards <= 1) return ComputeUnits<T>(plan, x, y, 0, plan.num_units);
+    run_shards(shards, [&plan, x, y, shards](int64_t shard) {
+      int64_t begin, end;
+      ShardUnits(plan, shard, shards, &begin, &end);
+      ComputeUnits<T>(plan, x, y, begin, end);
+    });
+  });
 }
 
 }  // namespace causal_moving_avg

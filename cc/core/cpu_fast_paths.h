@@ -9,6 +9,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cc/core/history.h"
 #include "cc/core/numerics.h"
 #include "cc/core/types.h"
 
@@ -85,9 +86,9 @@ int64_t InterleavedChunks(const T* __restrict__ x, T* __restrict__ y, int64_t st
   static_assert(std::is_same_v<Acc, double>, "the regroupable sums (PlainSum) are float64");
   constexpr int64_t kChunk = kCpuChunkSteps;
   if (t + kChunk > t1) return t;
-  // Inputs leave the window `reach` steps after entering; a window longer than the sequence
-  // never drops any (and must not overflow the index arithmetic).
-  const int64_t reach = Min64(divisors.window, t1);
+  // Inputs leave the window from step `reach` on; a window longer than the sequence never drops
+  // any (and must not overflow the index arithmetic).
+  const int64_t reach = Min64(LaneHistory{divisors.window}.FirstLeaving(), t1);
   Acc d[kChunk + 3];     // d[k + 3] = d(t + k)
   Acc sums[kChunk + 4];  // sums[k + 4] = S(t + k)
   // What the first chunk reads before t: each of the four interleaved sums starts from S(t - 1)

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "cc/core/call.h"
+#include "cc/core/history.h"
 #include "cc/core/numerics.h"
 #include "cc/core/types.h"
 
@@ -17,31 +19,33 @@ namespace causal_moving_avg {
 // too few bytes in flight to cover the memory latency.
 constexpr int kDirectOutputsPerThread = 4;
 
-// Outputs first, first + stride, ... (a grid-stride loop), kDirectOutputsPerThread at a time with
-// their loads interleaved.
+// Outputs first, first + grid_threads, ... (a grid-stride loop over the flat index),
+// kDirectOutputsPerThread at a time with their loads interleaved.
 template <typename T>
-CMA_HOST_DEVICE void DirectMeansOfThread(Geometry geometry, int64_t window, Edge edge,
-                                         const T* __restrict__ x, T* __restrict__ y, int64_t first,
-                                         int64_t stride) {
+CMA_HOST_DEVICE void DirectMeansOfThread(const Call& call, const T* __restrict__ x,
+                                         T* __restrict__ y, int64_t first, int64_t grid_threads) {
   using Sum = SumOf<T>;
   using Acc = typename Sum::Value;
   constexpr int kGroup = kDirectOutputsPerThread;
-  const InverseDivisors<Acc> divisors(edge, window);
-  const int64_t count = geometry.outer * geometry.steps * geometry.inner;
+  const Geometry& geometry = call.view;
+  const int64_t window = call.window;
+  const InverseDivisors<Acc> divisors(call.edge, window);
+  const LaneHistory history{window};
+  const int64_t count = call.Elements();
   const int64_t longest = Min64(window, geometry.steps);
-  // Flat index i = (row * steps + t) * inner + lane. A thread steps (t, lane) by the stride's
+  // Flat index i = (row * steps + t) * inner + lane. A thread steps (t, lane) by grid_threads'
   // (dt, dlane) instead of dividing per output.
-  const int64_t dlane = stride % geometry.inner;
-  const int64_t dt = (stride / geometry.inner) % geometry.steps;
+  const int64_t dlane = grid_threads % geometry.inner;
+  const int64_t dt = (grid_threads / geometry.inner) % geometry.steps;
   int64_t lane = first % geometry.inner;
   int64_t t = (first / geometry.inner) % geometry.steps;
-  for (int64_t i = first; i < count; i += kGroup * stride) {
+  for (int64_t i = first; i < count; i += kGroup * grid_threads) {
     int64_t index[kGroup];
-    int64_t terms[kGroup];  // min(W, t + 1) inputs; 0 past the end
+    int64_t terms[kGroup];  // the inputs each window holds; 0 past the end
     CMA_UNROLL
     for (int u = 0; u < kGroup; ++u) {
-      index[u] = i + u * stride;
-      terms[u] = index[u] < count ? Min64(window, t + 1) : 0;
+      index[u] = i + u * grid_threads;
+      terms[u] = index[u] < count ? history.Terms(t) : 0;
       lane += dlane;
       const int64_t carry = lane >= geometry.inner ? 1 : 0;
       lane -= carry * geometry.inner;
@@ -62,7 +66,7 @@ CMA_HOST_DEVICE void DirectMeansOfThread(Geometry geometry, int64_t window, Edge
       const Acc inv = divisors.At(terms[u] - 1);
       Acc mean = sums[u].Get() * inv;
       if (!IsFinite(mean)) {  // rare: a NaN/Inf, or an overflow; as the careful paths do
-        CarefulWindow<Sum> careful;
+        CarefulSum<Sum> careful;
         for (int64_t k = 0; k < terms[u]; ++k) {
           careful.Add(static_cast<Acc>(x[index[u] - k * geometry.inner]), 1);
         }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "cc/core/call.h"
 #include "cc/core/gpu_direct.h"
 #include "cc/core/gpu_grid.h"
 #include "cc/core/gpu_launch.h"
@@ -22,20 +23,18 @@ namespace causal_moving_avg {
 // Direct summation, kDirectOutputsPerThread outputs per thread and round of a grid-stride loop;
 // see DirectMeansOfThread.
 template <typename T>
-__global__ void DirectMeanKernel(Geometry geometry, int64_t window, Edge edge,
-                                 const T* __restrict__ x, T* __restrict__ y) {
-  DirectMeansOfThread(geometry, window, edge, x, y,
-                      static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x,
+__global__ void DirectMeanKernel(Call call, const T* __restrict__ x, T* __restrict__ y) {
+  DirectMeansOfThread(call, x, y, static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x,
                       static_cast<int64_t>(gridDim.x) * blockDim.x);
 }
 
-// The running sums of the plan's units, one thread per (row, segment of steps, lane): consecutive
+// The running sums of the plan's units, one thread per (row, span of steps, lane): consecutive
 // threads take consecutive lanes, so a warp's loads and stores are coalesced when inner >= 32.
 template <typename T>
 __global__ void RunningMeanUnitsKernel(Plan plan, const T* __restrict__ x, T* __restrict__ y) {
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  const int64_t grid_threads = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t unit = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       unit < plan.num_units; unit += stride) {
+       unit < plan.num_units; unit += grid_threads) {
     SumOf<T> acc;
     ComputeUnit<T>(plan, x, y, unit, &acc);
   }
@@ -55,7 +54,7 @@ struct DeviceThreadBlock {
 template <typename T>
 __global__ void __launch_bounds__(kTileThreads)
     TileSumsKernel(TileScanPlan plan, const T* __restrict__ x,
-                   CarefulWindow<SumOf<T>>* __restrict__ sums) {
+                   CarefulSum<SumOf<T>>* __restrict__ sums) {
   using Sum = SumOf<T>;
   __shared__ alignas(16) unsigned char shared[TileScratch<Sum>::kBytes];
   const TileScratch<Sum> scratch = TileScratch<Sum>::Carve(shared);
@@ -67,7 +66,7 @@ __global__ void __launch_bounds__(kTileThreads)
 template <typename T>
 __global__ void __launch_bounds__(kTileThreads)
     TileMeansKernel(TileScanPlan plan, const T* __restrict__ x, T* __restrict__ y,
-                    const CarefulWindow<SumOf<T>>* __restrict__ sums) {
+                    const CarefulSum<SumOf<T>>* __restrict__ sums) {
   using Sum = SumOf<T>;
   __shared__ alignas(16) unsigned char shared[TileScratch<Sum>::kBytes];
   const TileScratch<Sum> scratch = TileScratch<Sum>::Carve(shared);
@@ -79,22 +78,23 @@ __global__ void __launch_bounds__(kTileThreads)
 namespace {
 
 template <typename T>
-cudaError_t Launch(cudaStream_t stream, int sm_count, Geometry geometry, int64_t window, Edge edge,
-                   const T* x, T* y, void* scratch, GpuKernel kernel) {
-  switch (ResolveGpuKernel(kernel, geometry, window)) {
+cudaError_t Launch(const Call& call, cudaStream_t stream, int sm_count, void* scratch,
+                   GpuKernel kernel) {
+  const T* x = static_cast<const T*>(call.x);
+  T* y = static_cast<T*>(call.y);
+  switch (ResolveGpuKernel(kernel, call.view, call.window)) {
     case GpuKernel::kDirect: {
-      const int64_t count = geometry.outer * geometry.steps * geometry.inner;
-      const int64_t threads = CeilDiv(count, kDirectOutputsPerThread);
-      DirectMeanKernel<T><<<GridSize(threads, sm_count), kGpuThreadsPerBlock, 0, stream>>>(
-          geometry, window, edge, x, y);
+      const int64_t threads = CeilDiv(call.Elements(), kDirectOutputsPerThread);
+      DirectMeanKernel<T>
+          <<<GridSize(threads, sm_count), kGpuThreadsPerBlock, 0, stream>>>(call, x, y);
       break;
     }
     case GpuKernel::kTileScan: {
-      if (geometry.inner >= kTileMaxInner) return cudaErrorInvalidValue;
+      if (call.view.inner >= kTileMaxInner) return cudaErrorInvalidValue;
       using Sum = SumOf<T>;
-      const TileScanPlan plan = MakeTileScanPlan<Sum>(geometry, window, edge);
+      const TileScanPlan plan = MakeTileScanPlan<Sum>(call);
       const unsigned blocks = TileScanBlocks(plan.num_tiles, sm_count);
-      auto* sums = static_cast<CarefulWindow<Sum>*>(scratch);
+      auto* sums = static_cast<CarefulSum<Sum>*>(scratch);
       if (plan.whole_tiles > 0) {
         TileSumsKernel<T><<<blocks, kTileThreads, 0, stream>>>(plan, x, sums);
       }
@@ -102,7 +102,7 @@ cudaError_t Launch(cudaStream_t stream, int sm_count, Geometry geometry, int64_t
       break;
     }
     default: {  // kRunning
-      const Plan plan = MakeGpuPlan(geometry, window, edge);
+      const Plan plan = MakeGpuPlan(call);
       RunningMeanUnitsKernel<T>
           <<<GridSize(plan.num_units, sm_count), kGpuThreadsPerBlock, 0, stream>>>(plan, x, y);
       break;
@@ -133,19 +133,15 @@ cudaError_t LoadKernelsOf() {
 }
 
 cudaError_t LoadGpuKernels() {
-#define CMA_LOAD(enumerator, name)                                              \
-  if (const cudaError_t error =                                                 \
-          LoadKernelsOf<CppTypeOf<__half, __nv_bfloat16, DType::enumerator>>(); \
-      error != cudaSuccess) {                                                   \
-    return error;                                                               \
+  cudaError_t error = cudaSuccess;
+  for (int k = 0; k < kDTypeCount && error == cudaSuccess; ++k) {
+    VisitDType<__half, __nv_bfloat16>(static_cast<DType>(k),
+                                      [&](auto type) { error = LoadKernelsOf<decltype(type)>(); });
   }
-  CMA_FOR_EACH_DTYPE(CMA_LOAD)
-#undef CMA_LOAD
-  return cudaSuccess;
+  return error;
 }
 
-GpuStatus LaunchOnGpu(DType dtype, cudaStream_t stream, Geometry geometry, int64_t window,
-                      Edge edge, const void* x, void* y, void* scratch, GpuKernel kernel) {
+GpuStatus LaunchOnGpu(const Call& call, cudaStream_t stream, void* scratch, GpuKernel kernel) {
   GpuStatus status;
   // An error an earlier runtime call on this thread left behind is not this launch's: clear it.
   // A sticky one (the context is broken) cannot be cleared: say so instead of blaming the launch.
@@ -159,19 +155,9 @@ GpuStatus LaunchOnGpu(DType dtype, cudaStream_t stream, Geometry geometry, int64
   int sm_count = 0;
   status = PrepareCurrentGpu(&sm_count);
   if (!status.ok()) return status;
-  switch (dtype) {
-#define CMA_LAUNCH(enumerator, name)                                                          \
-  case DType::enumerator: {                                                                   \
-    using T = CppTypeOf<__half, __nv_bfloat16, DType::enumerator>;                            \
-    status.error = Launch(stream, sm_count, geometry, window, edge, static_cast<const T*>(x), \
-                          static_cast<T*>(y), scratch, kernel);                               \
-    break;                                                                                    \
-  }
-    CMA_FOR_EACH_DTYPE(CMA_LAUNCH)
-#undef CMA_LAUNCH
-    default:
-      status.error = cudaErrorInvalidValue;
-  }
+  VisitDType<__half, __nv_bfloat16>(call.dtype, [&](auto type) {
+    status.error = Launch<decltype(type)>(call, stream, sm_count, scratch, kernel);
+  });
   if (status.error != cudaSuccess) {
     // cudaGetLastError (in Launch) cleared an ordinary launch error; a sticky one stays.
     status.step = cudaPeekAtLastError() != cudaSuccess ? GpuStatus::Step::kStickyAfter

@@ -10,8 +10,9 @@
 #include <cstdint>
 #include <string>
 
+#include "cc/core/call.h"
 #include "cc/core/numerics.h"
-#include "cc/core/tile_scan.h"
+#include "cc/core/tile_scan_plan.h"
 #include "cc/core/types.h"
 
 namespace causal_moving_avg {
@@ -21,7 +22,9 @@ namespace causal_moving_avg {
 // sum short windows directly (gpu_direct.h) and longer ones by tile scans (tile_scan.h). kAuto
 // means ChooseGpuKernel's choice; the harness forces the others to compare them.
 // kGpuDirectMaxWindow comes from that comparison on an H200 (float32, 2^28 elements, inner 1 and
-// 8): direct sums were faster up to W = 16, the tile scan from W = 32.
+// 8), made with earlier versions of both kernels (direct sums faster up to W = 16, the tile scan
+// from W = 32); the current kernels have not been compared on a GPU, so it is not yet known to be
+// the best limit for them.
 enum class GpuKernel { kAuto, kDirect, kTileScan, kRunning };
 constexpr int64_t kGpuDirectMaxWindow = 16;
 inline GpuKernel ChooseGpuKernel(Geometry geometry, int64_t window) {
@@ -45,15 +48,14 @@ inline const char* GpuKernelName(GpuKernel kernel) {
   }
 }
 
-// Device memory the launch needs besides x and y (the tile sums of long windows), in bytes.
-inline int64_t GpuScratchBytes(DType dtype, Geometry geometry, int64_t window,
-                               GpuKernel kernel = GpuKernel::kAuto) {
-  if (ResolveGpuKernel(kernel, geometry, window) != GpuKernel::kTileScan) return 0;
+// Device memory a call needs besides x and y (the tile sums of long windows), in bytes; reads
+// only the call's description, not its pointers.
+inline int64_t GpuScratchBytes(const Call& call, GpuKernel kernel = GpuKernel::kAuto) {
+  if (ResolveGpuKernel(kernel, call.view, call.window) != GpuKernel::kTileScan) return 0;
   // Sums of float64 inputs are compensated (SumOf<double>), the others plain float64.
-  return dtype == DType::kFloat64 ? TileSumsBytes<SumOf<double>>(MakeTileScanPlan<SumOf<double>>(
-                                        geometry, window, Edge::kZeros))
-                                  : TileSumsBytes<SumOf<float>>(MakeTileScanPlan<SumOf<float>>(
-                                        geometry, window, Edge::kZeros));
+  return call.dtype == DType::kFloat64
+             ? TileSumsBytes<SumOf<double>>(MakeTileScanPlan<SumOf<double>>(call))
+             : TileSumsBytes<SumOf<float>>(MakeTileScanPlan<SumOf<float>>(call));
 }
 
 // The outcome of preparing a device or launching on it, worded once for every caller (the TF
@@ -89,14 +91,13 @@ GpuStatus PrepareCurrentGpu(int* sm_count);
 // on each); part of PrepareCurrentGpu.
 cudaError_t LoadGpuKernels();
 
-// Enqueues the op on `stream` for a non-empty input (device pointers of `dtype`) on the current
-// device, preparing it first if needed. `scratch` holds at least GpuScratchBytes(dtype, geometry,
-// window, kernel) bytes of device memory (may be null when that is 0). Any kernel computes any
-// shape, except the tile scan, which needs inner < kTileMaxInner. An error left by an earlier
-// runtime call on this thread is cleared first, so a failure reported here is this launch's, or a
-// sticky one named as such.
-GpuStatus LaunchOnGpu(DType dtype, cudaStream_t stream, Geometry geometry, int64_t window,
-                      Edge edge, const void* x, void* y, void* scratch,
+// Enqueues a checked, non-empty call (device pointers) on `stream` of the current device,
+// preparing the device first if needed. `scratch` holds at least GpuScratchBytes(call, kernel)
+// bytes of device memory (may be null when that is 0). Any kernel computes any shape, except the
+// tile scan, which needs inner < kTileMaxInner. An error left by an earlier runtime call on this
+// thread is cleared first, so a failure reported here is this launch's, or a sticky one named as
+// such.
+GpuStatus LaunchOnGpu(const Call& call, cudaStream_t stream, void* scratch,
                       GpuKernel kernel = GpuKernel::kAuto);
 
 }  // namespace causal_moving_avg

@@ -1,5 +1,5 @@
 // The arithmetic every path shares, host and device: rounding to the output type, the running
-// sums, the careful window that counts NaN/Inf instead of adding them, and the divisor of each
+// sums, the careful sum that counts NaN/Inf instead of adding them, and the divisor of each
 // edge mode.
 #ifndef CAUSAL_MOVING_AVG_CC_CORE_NUMERICS_H_
 #define CAUSAL_MOVING_AVG_CC_CORE_NUMERICS_H_
@@ -115,7 +115,7 @@ struct CompensatedSum {
 };
 
 // 16- and 32-bit inputs accumulate in double: a running sum's error, relative to the largest
-// value in its segment, then stays 29+ bits below one rounding of the output. 64-bit inputs
+// value in its span, then stays 29+ bits below one rounding of the output. 64-bit inputs
 // accumulate in compensated double.
 template <typename T>
 using SumOf = std::conditional_t<(sizeof(T) < 8), PlainSum<double>, CompensatedSum>;
@@ -131,7 +131,7 @@ constexpr double kBigFrom = 0x1p960;
 constexpr double kOverflowScaleDown = 0x1p-64;
 constexpr double kOverflowScaleUp = 0x1p64;
 
-// What a careful window of float64 values keeps besides: its finite values scaled by
+// What a careful sum of float64 values keeps besides: its finite values scaled by
 // kOverflowScaleDown, and how many of them are big (>= kBigFrom). Nothing for the sums of
 // narrower inputs, which cannot overflow.
 template <typename Sum, bool kMayOverflow = kSumMayOverflow<Sum>>
@@ -148,7 +148,7 @@ struct OverflowCopy<Sum, true> {
 // after a float64 sum overflowed. Its finite values are summed as the fast path sums them (same
 // bits); only a window whose float64 sum overflows takes its mean from the scaled copy.
 template <typename Sum>
-struct CarefulWindow : OverflowCopy<Sum> {
+struct CarefulSum : OverflowCopy<Sum> {
   using Acc = typename Sum::Value;
   Sum finite_sum;
   int64_t nans = 0;
@@ -183,7 +183,7 @@ struct CarefulWindow : OverflowCopy<Sum> {
       this->big += (Big(entering) ? 1 : 0) - (Big(leaving) ? 1 : 0);
     }
   }
-  CMA_HOST_DEVICE void Merge(const CarefulWindow& other) {
+  CMA_HOST_DEVICE void Merge(const CarefulSum& other) {
     finite_sum.Merge(other.finite_sum);
     nans += other.nans;
     pos_infs += other.pos_infs;

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "cc/core/cpu_fast_paths.h"
+#include "cc/core/history.h"
 #include "cc/core/numerics.h"
 #include "cc/core/plan.h"
 #include "cc/core/types.h"
@@ -28,9 +29,10 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
   const int64_t n = kFixedLanes > 0 ? kFixedLanes : lanes;
   Sum local[kFixedLanes > 0 ? kFixedLanes : 1];
   Sum* __restrict__ acc = kFixedLanes > 0 ? local : acc_out;
+  const LaneHistory history{window};
   // Anchor: acc holds the window that ends just before t0.
   for (int64_t l = 0; l < n; ++l) acc[l] = Sum();
-  for (int64_t t = Max64(0, t0 - window); t < t0; ++t) {
+  for (int64_t t = history.WindowBegin(t0 - 1); t < t0; ++t) {
     const T* xt = x + t * stride;
     for (int64_t l = 0; l < n; ++l) acc[l].Add(static_cast<Acc>(xt[l]));
   }
@@ -53,12 +55,12 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
     if (stride == 1 && window <= kShortWindowMax) {
       // Short windows need no running sum. The final window's sum is re-formed for the finite
       // check (t1 > t >= W here, so that window lies inside the sequence).
-      fill(Min64(t1, window));
+      fill(Min64(t1, history.FirstLeaving()));
       if (t < t1) {
         ShortWindowMeans(x, y, t, t1, window, divisors.inv_window);
         t = t1;
         acc[0] = Sum();
-        for (int64_t j = t - window; j < t; ++j) acc[0].Add(static_cast<Acc>(x[j]));
+        for (int64_t j = history.WindowBegin(t - 1); j < t; ++j) acc[0].Add(static_cast<Acc>(x[j]));
       }
     }
     Acc sum = acc[0].Get();
@@ -67,7 +69,7 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
     acc[0].Add(sum);
   }
 #endif
-  fill(Min64(t1, window));
+  fill(Min64(t1, history.FirstLeaving()));
   // Steady state: one element enters, one leaves.
   for (; t < t1; ++t) {
     const T* xt = x + t * stride;
@@ -86,29 +88,30 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
   return finite;
 }
 
-// The outputs of one lane over steps [t0, t1), counting non-finite values; `w` holds the window
-// that ends just before t0.
+// The outputs of one lane over steps [t0, t1), counting non-finite values; `careful` holds the sum
+// of the window that ends just before t0.
 template <typename T, typename Sum>
-CMA_HOST_DEVICE void CarefulMeans(CarefulWindow<Sum> w, const T* __restrict__ x, T* __restrict__ y,
-                                  int64_t stride, int64_t t0, int64_t t1, int64_t window,
-                                  Edge edge) {
+CMA_HOST_DEVICE void CarefulMeans(CarefulSum<Sum> careful, const T* __restrict__ x,
+                                  T* __restrict__ y, int64_t stride, int64_t t0, int64_t t1,
+                                  int64_t window, Edge edge) {
   using Acc = typename Sum::Value;
   const InverseDivisors<Acc> divisors(edge, window);
+  const LaneHistory history{window};
   for (int64_t t = t0; t < t1; ++t) {
     const Acc entering = static_cast<Acc>(x[t * stride]);
-    if (t >= window) {
-      w.Slide(entering, static_cast<Acc>(x[(t - window) * stride]));
+    if (history.Leaves(t)) {
+      careful.Slide(entering, static_cast<Acc>(x[(t - window) * stride]));
     } else {
-      w.Add(entering, 1);
+      careful.Add(entering, 1);
     }
-    if (w.FiniteSumLost()) {
-      w.finite_sum = Sum();
-      for (int64_t j = Max64(0, t - window + 1); j <= t; ++j) {
+    if (careful.FiniteSumLost()) {
+      careful.finite_sum = Sum();
+      for (int64_t j = history.WindowBegin(t); j <= t; ++j) {
         const Acc v = static_cast<Acc>(x[j * stride]);
-        if (IsFinite(v)) w.finite_sum.Add(v);
+        if (IsFinite(v)) careful.finite_sum.Add(v);
       }
     }
-    y[t * stride] = RoundTo<T>(w.Mean(divisors.At(t)));
+    y[t * stride] = RoundTo<T>(careful.Mean(divisors.At(t)));
   }
 }
 
@@ -117,9 +120,11 @@ template <typename T, typename Sum>
 CMA_HOST_DEVICE void RunningMeanCareful(const T* __restrict__ x, T* __restrict__ y, int64_t stride,
                                         int64_t t0, int64_t t1, int64_t window, Edge edge) {
   using Acc = typename Sum::Value;
-  CarefulWindow<Sum> w;
-  for (int64_t t = Max64(0, t0 - window); t < t0; ++t) w.Add(static_cast<Acc>(x[t * stride]), 1);
-  CarefulMeans<T, Sum>(w, x, y, stride, t0, t1, window, edge);
+  CarefulSum<Sum> careful;
+  for (int64_t t = LaneHistory{window}.WindowBegin(t0 - 1); t < t0; ++t) {
+    careful.Add(static_cast<Acc>(x[t * stride]), 1);
+  }
+  CarefulMeans<T, Sum>(careful, x, y, stride, t0, t1, window, edge);
 }
 
 // Computes one unit: the fast path, then the careful path for the lanes it could not finish.
@@ -127,18 +132,18 @@ CMA_HOST_DEVICE void RunningMeanCareful(const T* __restrict__ x, T* __restrict__
 template <typename T, typename Sum = SumOf<T>>
 CMA_HOST_DEVICE void ComputeUnit(const Plan& plan, const T* x, T* y, int64_t unit, Sum* acc) {
   const UnitRange r = UnitAt(plan, unit);
-  const int64_t stride = plan.geometry.inner;
-  const int64_t offset = r.row * plan.geometry.steps * stride + r.lane0;
+  const int64_t stride = plan.call.view.inner;
+  const int64_t offset = r.row * plan.call.view.steps * stride + r.lane0;
   const bool finite = r.lanes == 1
                           ? RunningMeanFast<T, Sum, 1>(x + offset, y + offset, stride, 1, r.t0,
-                                                       r.t1, plan.window, plan.edge, acc)
+                                                       r.t1, plan.call.window, plan.call.edge, acc)
                           : RunningMeanFast<T, Sum>(x + offset, y + offset, stride, r.lanes, r.t0,
-                                                    r.t1, plan.window, plan.edge, acc);
+                                                    r.t1, plan.call.window, plan.call.edge, acc);
   if (finite) return;
   for (int64_t l = 0; l < r.lanes; ++l) {
     if (!IsFinite(acc[l].Get())) {
-      RunningMeanCareful<T, Sum>(x + offset + l, y + offset + l, stride, r.t0, r.t1, plan.window,
-                                 plan.edge);
+      RunningMeanCareful<T, Sum>(x + offset + l, y + offset + l, stride, r.t0, r.t1,
+                                 plan.call.window, plan.call.edge);
     }
   }
 }

@@ -46,6 +46,9 @@ namespace causal_moving_avg {
 enum class Edge : int { CMA_FOR_EACH_EDGE(CMA_ENUMERATOR) };
 enum class DType : int { CMA_FOR_EACH_DTYPE(CMA_ENUMERATOR) };
 #undef CMA_ENUMERATOR
+#define CMA_COUNT(...) +1
+constexpr int kDTypeCount = 0 CMA_FOR_EACH_DTYPE(CMA_COUNT);
+#undef CMA_COUNT
 
 // The C++ type of each dtype for a binding whose 16-bit types are Float16 and Bfloat16 (Eigen's,
 // CUDA's or the host's): the list's order, which the enumerators' values follow.
@@ -55,32 +58,41 @@ using CppTypeOf =
 static_assert(static_cast<int>(DType::kFloat16) == 0 && static_cast<int>(DType::kFloat64) == 3,
               "CppTypeOf follows CMA_FOR_EACH_DTYPE's order");
 
-inline const char* EdgeName(Edge edge) {
-#define CMA_EDGE_NAME(enumerator, name) \
-  if (edge == Edge::enumerator) return name;
-  CMA_FOR_EACH_EDGE(CMA_EDGE_NAME)
-#undef CMA_EDGE_NAME
-  return "";
+// The names of each list's enumerators, in the enumerators' order: one lookup for both lists.
+#define CMA_NAME(enumerator, name) name,
+inline constexpr const char* kEdgeNames[] = {CMA_FOR_EACH_EDGE(CMA_NAME)};
+inline constexpr const char* kDTypeNames[] = {CMA_FOR_EACH_DTYPE(CMA_NAME)};
+#undef CMA_NAME
+template <typename Enum>
+struct NamesOf;
+template <>
+struct NamesOf<Edge> {
+  static constexpr const char* const* kNames = kEdgeNames;
+  static constexpr int kCount = sizeof(kEdgeNames) / sizeof(kEdgeNames[0]);
+};
+template <>
+struct NamesOf<DType> {
+  static constexpr const char* const* kNames = kDTypeNames;
+  static constexpr int kCount = kDTypeCount;
+};
+
+// The user's name of an edge mode or dtype; "" for a value outside the list.
+template <typename Enum>
+const char* NameOf(Enum value) {
+  const int index = static_cast<int>(value);
+  return index >= 0 && index < NamesOf<Enum>::kCount ? NamesOf<Enum>::kNames[index] : "";
 }
 
-// The edge mode a user's name stands for; false for any other name.
-inline bool ParseEdge(const char* name, Edge* edge) {
-#define CMA_PARSE_EDGE(enumerator, edge_name) \
-  if (std::strcmp(name, edge_name) == 0) {    \
-    *edge = Edge::enumerator;                 \
-    return true;                              \
+// The edge mode or dtype a user's name stands for; false for any other name.
+template <typename Enum>
+bool ParseName(const char* name, Enum* value) {
+  for (int index = 0; index < NamesOf<Enum>::kCount; ++index) {
+    if (std::strcmp(name, NamesOf<Enum>::kNames[index]) == 0) {
+      *value = static_cast<Enum>(index);
+      return true;
+    }
   }
-  CMA_FOR_EACH_EDGE(CMA_PARSE_EDGE)
-#undef CMA_PARSE_EDGE
   return false;
-}
-
-inline const char* DTypeName(DType dtype) {
-#define CMA_DTYPE_NAME(enumerator, name) \
-  if (dtype == DType::enumerator) return name;
-  CMA_FOR_EACH_DTYPE(CMA_DTYPE_NAME)
-#undef CMA_DTYPE_NAME
-  return "";
 }
 
 // The input seen as [outer, steps, inner], row-major: the average runs along `steps`,

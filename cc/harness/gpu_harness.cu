@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cc/core/call.h"
 #include "cc/core/cpu.h"
 #include "cc/core/gpu_launch.h"
 #include "cc/core/plan.h"
@@ -69,6 +70,12 @@ constexpr DtypeInfo InfoOf() {
   }
 }
 
+// The harness's description of a call on device buffers.
+template <typename T>
+cma::Call CallOf(cma::Geometry view, int64_t window, cma::Edge edge, const T* x, T* y) {
+  return {view, InfoOf<T>().dtype, window, edge, x, y};
+}
+
 template <typename T>
 double ToDouble(T v) {
   if constexpr (std::is_same_v<T, double>) {
@@ -111,11 +118,11 @@ std::vector<T> RunGpu(const Case& c, const std::vector<T>& x, unsigned char pois
   if (!x.empty()) {
     // The scratch is poisoned too: the kernels must write what they read there.
     const int64_t scratch_bytes =
-        cma::GpuScratchBytes(InfoOf<T>().dtype, c.geometry, c.window, c.kernel);
+        cma::GpuScratchBytes(CallOf<T>(c.geometry, c.window, c.edge, dx, dy), c.kernel);
     CHECK_CUDA(cudaMalloc(&scratch, scratch_bytes + 1));
     CHECK_CUDA(cudaMemset(scratch, poison, scratch_bytes + 1));
-    CHECK_LAUNCH(cma::LaunchOnGpu(InfoOf<T>().dtype, nullptr, c.geometry, c.window, c.edge, dx, dy,
-                                  scratch, c.kernel));
+    CHECK_LAUNCH(cma::LaunchOnGpu(CallOf<T>(c.geometry, c.window, c.edge, dx, dy), nullptr, scratch,
+                                  c.kernel));
   }
   CHECK_CUDA(cudaDeviceSynchronize());
   std::vector<T> y(x.size());
@@ -134,7 +141,8 @@ std::string Check(const Case& c, std::mt19937_64& rng) {
   std::vector<double> magnitude(x.size()), abs_x(x.size());
   for (size_t i = 0; i < x.size(); ++i) abs_x[i] = std::fabs(ToDouble(x[i]));
   if (!x.empty()) {
-    const cma::Plan plan = cma::MakeCpuPlan(c.geometry, c.window, c.edge);
+    const cma::Plan plan =
+        cma::MakeCpuPlan(CallOf<T>(c.geometry, c.window, c.edge, x.data(), expected.data()));
     cma::ComputeUnits<T>(plan, x.data(), expected.data(), 0, plan.num_units);
     cma::ComputeUnits<double>(plan, abs_x.data(), magnitude.data(), 0, plan.num_units);
   }
@@ -236,17 +244,14 @@ void Benchmark(cma::Geometry g, int64_t window, int repeats, bool nan_first = fa
   void* scratch = nullptr;
   CHECK_CUDA(cudaMalloc(&dx, bytes));
   CHECK_CUDA(cudaMalloc(&dy, bytes));
-  CHECK_CUDA(cudaMalloc(&scratch, cma::GpuScratchBytes(InfoOf<T>().dtype, g, window, kernel) + 1));
+  const cma::Call call = CallOf<T>(g, window, cma::Edge::kZeros, dx, dy);
+  CHECK_CUDA(cudaMalloc(&scratch, cma::GpuScratchBytes(call, kernel) + 1));
   CHECK_CUDA(cudaMemset(dx, 0, bytes));
   if (nan_first) CHECK_CUDA(cudaMemset(dx, 0xFF, sizeof(T)));  // all ones: a NaN
   const float copy_ms = TimeMs(
       [&] { CHECK_CUDA(cudaMemcpyAsync(dy, dx, bytes, cudaMemcpyDeviceToDevice)); }, repeats);
-  const float op_ms = TimeMs(
-      [&] {
-        CHECK_LAUNCH(cma::LaunchOnGpu(InfoOf<T>().dtype, nullptr, g, window, cma::Edge::kZeros, dx,
-                                      dy, scratch, kernel));
-      },
-      repeats);
+  const float op_ms =
+      TimeMs([&] { CHECK_LAUNCH(cma::LaunchOnGpu(call, nullptr, scratch, kernel)); }, repeats);
   const double traffic = 2.0 * bytes;
   std::printf(
       "| %-8s | [%lld, %lld, %lld]%s | %6lld | %-7s | %8.3f | %7.0f | %8.3f | %7.0f | %5.2f |\n",

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "cc/core/call.h"
 #include "cc/core/gpu_launch.h"
 #include "cc/core/types.h"
 
@@ -15,7 +16,12 @@ extern "C" {
 // Device bytes of scratch the launch needs (0 for most shapes).
 __attribute__((visibility("default"))) int64_t CausalMovingAvgGpuScratchBytes(
     int dtype, int64_t outer, int64_t steps, int64_t inner, int64_t window) {
-  return cma::GpuScratchBytes(static_cast<cma::DType>(dtype), {outer, steps, inner}, window);
+  return cma::GpuScratchBytes(cma::Call{{outer, steps, inner},
+                                        static_cast<cma::DType>(dtype),
+                                        window,
+                                        cma::Edge::kZeros,
+                                        nullptr,
+                                        nullptr});
 }
 
 // Enqueues the op on `stream` (a cudaStream_t/CUstream from any runtime; null: the default
@@ -27,10 +33,15 @@ __attribute__((visibility("default"))) int CausalMovingAvgGpuLaunch(int dtype, v
                                                                     int64_t inner, int64_t window,
                                                                     int edge, const void* x,
                                                                     void* y, void* scratch) {
-  return cma::LaunchOnGpu(static_cast<cma::DType>(dtype), static_cast<cudaStream_t>(stream),
-                          {outer, steps, inner}, window, static_cast<cma::Edge>(edge), x, y,
-                          scratch)
-      .error;
+  const cma::Call call{{outer, steps, inner},
+                       static_cast<cma::DType>(dtype),
+                       window,
+                       static_cast<cma::Edge>(edge),
+                       x,
+                       y};
+  if (!cma::CheckCall(call).empty()) return cudaErrorInvalidValue;
+  if (call.Elements() == 0) return cudaSuccess;
+  return cma::LaunchOnGpu(call, static_cast<cudaStream_t>(stream), scratch).error;
 }
 
 }  // extern "C"

@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
+#include "cc/core/call.h"
 #include "cc/core/types.h"
 #include "cc/kernels/tf_types.h"
 #include "tensorflow/core/framework/op_kernel.h"
@@ -63,7 +64,7 @@ inline absl::Status ReadAttributes(const ::tensorflow::OpKernelConstruction* ctx
     return absl::InvalidArgumentError(
         absl::StrCat("CausalMovingAvg: window must be >= 1, got ", *window));
   }
-  if (!ParseEdge(edge_name.c_str(), edge)) {
+  if (!ParseName(edge_name.c_str(), edge)) {
     return absl::InvalidArgumentError(
         absl::StrCat("CausalMovingAvg: unknown edge '", edge_name, "'"));
   }
@@ -78,14 +79,15 @@ inline absl::Status ViewOf(absl::Span<const int64_t> dims, int64_t axis, Geometr
   return absl::OkStatus();
 }
 
-// Computes the op for a non-empty input on one device; defined per device.
-template <typename Device, typename T>
+// Computes a checked, non-empty call on one device; defined per device.
+template <typename Device>
 struct LaunchCausalMovingAvg {
-  absl::Status operator()(::tensorflow::OpKernelContext* ctx, Geometry geometry, int64_t window,
-                          Edge edge, const T* x, T* y);
+  absl::Status operator()(::tensorflow::OpKernelContext* ctx, const Call& call);
 };
 
-template <typename Device, typename T>
+// One kernel class per device for every dtype: it describes the call (cc/core/call.h) and hands
+// it to the device's launcher.
+template <typename Device>
 class CausalMovingAvgOp : public ::tensorflow::OpKernel {
  public:
   explicit CausalMovingAvgOp(::tensorflow::OpKernelConstruction* ctx) : OpKernel(ctx) {
@@ -94,14 +96,17 @@ class CausalMovingAvgOp : public ::tensorflow::OpKernel {
 
   void Compute(::tensorflow::OpKernelContext* ctx) override {
     const ::tensorflow::Tensor& x = ctx->input(0);
-    Geometry geometry;
-    OP_REQUIRES_OK(ctx, ViewOf(x.shape().dim_sizes(), axis_, &geometry));
+    Geometry view;
+    OP_REQUIRES_OK(ctx, ViewOf(x.shape().dim_sizes(), axis_, &view));
     ::tensorflow::Tensor* y = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &y));
-    if (x.NumElements() == 0) return;
-    OP_REQUIRES_OK(
-        ctx, LaunchCausalMovingAvg<Device, T>()(ctx, geometry, window_, edge_, x.flat<T>().data(),
-                                                y->flat<T>().data()));
+    const Call call{view, DTypeOfTf(x.dtype()), window_, edge_, x.data(), y->data()};
+    if (const std::string problem = CheckCall(call); !problem.empty()) {
+      ctx->CtxFailure(absl::InvalidArgumentError("CausalMovingAvg: " + problem));
+      return;
+    }
+    if (call.Elements() == 0) return;
+    OP_REQUIRES_OK(ctx, LaunchCausalMovingAvg<Device>()(ctx, call));
   }
 
  private:
@@ -119,7 +124,6 @@ class CausalMovingAvgOp : public ::tensorflow::OpKernel {
           .Device(DEVICE_NAME)                                                                    \
           .TypeConstraint<::causal_moving_avg::TfTypeOf<::causal_moving_avg::DType::enumerator>>( \
               "T"),                                                                               \
-      ::causal_moving_avg::CausalMovingAvgOp<                                                     \
-          DEVICE_TYPE, ::causal_moving_avg::TfTypeOf<::causal_moving_avg::DType::enumerator>>)
+      ::causal_moving_avg::CausalMovingAvgOp<DEVICE_TYPE>)
 
 #endif  // CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_OP_H_

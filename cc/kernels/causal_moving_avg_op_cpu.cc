@@ -1,10 +1,10 @@
-// The CPU kernel: shards the core's independent units over TensorFlow's intra-op thread pool.
+// The CPU kernel: the core's one sharding routine (ComputeOnCpu) on TensorFlow's intra-op pool.
 #define EIGEN_USE_THREADS
 
 #include <cstdint>
 
+#include "cc/core/call.h"
 #include "cc/core/cpu.h"
-#include "cc/core/plan.h"
 #include "cc/kernels/causal_moving_avg_op.h"
 #include "unsupported/Eigen/CXX11/Tensor"
 
@@ -12,20 +12,18 @@ namespace causal_moving_avg {
 
 using CPUDevice = Eigen::ThreadPoolDevice;
 
-template <typename T>
-struct LaunchCausalMovingAvg<CPUDevice, T> {
-  absl::Status operator()(::tensorflow::OpKernelContext* ctx, Geometry geometry, int64_t window,
-                          Edge edge, const T* x, T* y) {
-    const Plan plan = MakeCpuPlan(geometry, window, edge);
-    HintHugePages(y, geometry.outer * geometry.steps * geometry.inner * sizeof(T));
-    // Per unit: each input read about twice (entering and leaving the window), each output
-    // written once, a few flops per element; Eigen turns this into a shard size.
-    const double elements = static_cast<double>(plan.segment_steps * plan.unit_lanes);
-    const Eigen::TensorOpCost cost(2 * elements * sizeof(T), elements * sizeof(T), 4 * elements);
-    ctx->eigen_device<CPUDevice>().parallelFor(plan.num_units, cost,
-                                               [&plan, x, y](Eigen::Index begin, Eigen::Index end) {
-                                                 ComputeUnits<T>(plan, x, y, begin, end);
-                                               });
+template <>
+struct LaunchCausalMovingAvg<CPUDevice> {
+  absl::Status operator()(::tensorflow::OpKernelContext* ctx, const Call& call) {
+    const CPUDevice& device = ctx->eigen_device<CPUDevice>();
+    ComputeOnCpu<TfTypeOf<DType::kFloat16>, TfTypeOf<DType::kBfloat16>>(
+        call, device.numThreads(), [&device](int64_t shards, const auto& run_shard) {
+          // Shards are balanced and heavy (ShardCount keeps them large): one task each.
+          const Eigen::TensorOpCost cost(0, 0, 1e9);
+          device.parallelFor(shards, cost, [&run_shard](Eigen::Index begin, Eigen::Index end) {
+            for (Eigen::Index shard = begin; shard < end; ++shard) run_shard(shard);
+          });
+        });
     return absl::OkStatus();
   }
 };

@@ -10,14 +10,11 @@ namespace causal_moving_avg {
 
 using GPUDevice = Eigen::GpuDevice;
 
-template <typename T>
-struct LaunchCausalMovingAvg<GPUDevice, T> {
-  absl::Status operator()(::tensorflow::OpKernelContext* ctx, Geometry geometry, int64_t window,
-                          Edge edge, const T* x, T* y) {
-    const GPUDevice& device = ctx->eigen_device<GPUDevice>();
-    constexpr DType dtype = DTypeOf<T>();
+template <>
+struct LaunchCausalMovingAvg<GPUDevice> {
+  absl::Status operator()(::tensorflow::OpKernelContext* ctx, const Call& call) {
     ::tensorflow::Tensor scratch;
-    const int64_t scratch_bytes = GpuScratchBytes(dtype, geometry, window);
+    const int64_t scratch_bytes = GpuScratchBytes(call);
     if (scratch_bytes > 0) {
       TF_RETURN_IF_ERROR(ctx->allocate_temp(::tensorflow::DT_UINT8,
                                             ::tensorflow::TensorShape({scratch_bytes}), &scratch));
@@ -25,7 +22,7 @@ struct LaunchCausalMovingAvg<GPUDevice, T> {
     // The launcher asks our own runtime about the device (TensorFlow's context is current here);
     // TensorFlow's cudaDeviceProp was filled by another runtime, whose layout may differ.
     const GpuStatus status =
-        LaunchOnGpu(dtype, device.stream(), geometry, window, edge, x, y,
+        LaunchOnGpu(call, ctx->eigen_device<GPUDevice>().stream(),
                     scratch_bytes > 0 ? scratch.flat<uint8_t>().data() : nullptr);
     return status.ok() ? absl::OkStatus() : absl::InternalError(status.Message());
   }

@@ -25,10 +25,9 @@ std::string TypeAttr() {
 // "edge: {'zeros', 'partial'} = 'zeros'": the first mode is the default.
 std::string EdgeAttr() {
   std::string modes;
-#define CMA_QUOTED(enumerator, name) modes += std::string(modes.empty() ? "" : ", ") + "'" name "'";
-  CMA_FOR_EACH_EDGE(CMA_QUOTED)
-#undef CMA_QUOTED
-  return "edge: {" + modes + "} = '" + EdgeName(static_cast<Edge>(0)) + "'";
+  for (const char* name : kEdgeNames)
+    modes += (modes.empty() ? "'" : ", '") + std::string(name) + "'";
+  return "edge: {" + modes + "} = '" + NameOf(static_cast<Edge>(0)) + "'";
 }
 
 }  // namespace

@@ -4,13 +4,16 @@
 // GIL and shards the units over threads.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cc/core/call.h"
 #include "cc/core/cpu.h"
 #include "cc/core/numerics.h"
 #include "cc/core/plan.h"
@@ -21,46 +24,34 @@ namespace cma = causal_moving_avg;
 
 namespace {
 
-// The host type each dtype is held in: NumPy's layouts (_Float16 is IEEE binary16, as
+// The core on std::threads, one per core: units do not depend on the thread count, so the bits
+// are the TF kernel's.
+// The host types of the 16-bit dtypes are NumPy's layouts (_Float16 is IEEE binary16, as
 // numpy.float16; bfloat16 arrays come from ml_dtypes, as TensorFlow's .numpy() gives them).
-template <cma::DType kDType>
-using HostTypeOf = cma::CppTypeOf<_Float16, cma::HostBfloat16, kDType>;
-
-// Units are independent and their boundaries do not depend on the thread count, so any split
-// gives bitwise the same result as the TF kernel.
-template <typename T>
-void ComputeParallel(const cma::Plan& plan, const T* x, T* y) {
-  const int64_t hardware = std::max(1u, std::thread::hardware_concurrency());
-  const int64_t shards = cma::ShardCount(plan, hardware);
-  if (shards <= 1) {
-    cma::ComputeUnits<T>(plan, x, y, 0, plan.num_units);
-    return;
-  }
-  std::vector<std::thread> workers;
-  for (int64_t shard = 0; shard < shards; ++shard) {
-    int64_t begin, end;
-    cma::ShardUnits(plan, shard, shards, &begin, &end);
-    workers.emplace_back(
-        [&plan, x, y, begin, end] { cma::ComputeUnits<T>(plan, x, y, begin, end); });
-  }
-  for (auto& worker : workers) worker.join();
-}
-
-template <typename T>
-void Run(const cma::Plan& plan, const py::array& x, py::array& y) {
-  const T* in = static_cast<const T*>(x.data());
-  T* out = static_cast<T*>(y.mutable_data());
+void Compute(const cma::Call& call) {
   py::gil_scoped_release release;
-  ComputeParallel<T>(plan, in, out);
+  cma::ComputeOnCpu<_Float16, cma::HostBfloat16>(call,
+                                                 std::max(1u, std::thread::hardware_concurrency()),
+                                                 [](int64_t shards, const auto& run_shard) {
+                                                   std::vector<std::thread> workers;
+                                                   for (int64_t shard = 1; shard < shards; ++shard)
+                                                     workers.emplace_back(run_shard, shard);
+                                                   run_shard(0);
+                                                   for (auto& worker : workers) worker.join();
+                                                 });
 }
 
 py::array CausalMovingAvg(const py::array& input, int64_t window, int64_t axis,
                           const std::string& edge_name) {
   cma::Edge edge;
-  if (!cma::ParseEdge(edge_name.c_str(), &edge)) {
+  if (!cma::ParseName(edge_name.c_str(), &edge)) {
     throw py::value_error("causal_moving_avg: unknown edge '" + edge_name + "'");
   }
   const std::string dtype_name = py::str(input.dtype());
+  cma::DType dtype;
+  if (!cma::ParseName(dtype_name.c_str(), &dtype)) {
+    throw py::type_error("causal_moving_avg: unsupported dtype " + dtype_name);
+  }
   // A C-contiguous view of the same dtype, copied only when the input has other strides.
   const py::array x = py::array::ensure(input, py::array::c_style);
   if (!x) {
@@ -68,17 +59,17 @@ py::array CausalMovingAvg(const py::array& input, int64_t window, int64_t axis,
   }
   py::array y(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
   const std::vector<int64_t> dims(x.shape(), x.shape() + x.ndim());
-  const cma::Geometry geometry = cma::GeometryOf(dims.data(), x.ndim(), axis);
-#define CMA_RUN(enumerator, name)                                                              \
-  if (dtype_name == name) {                                                                    \
-    if (x.size() > 0) {                                                                        \
-      Run<HostTypeOf<cma::DType::enumerator>>(cma::MakeCpuPlan(geometry, window, edge), x, y); \
-    }                                                                                          \
-    return y;                                                                                  \
+  const cma::Call call{cma::GeometryOf(dims.data(), x.ndim(), axis),
+                       dtype,
+                       window,
+                       edge,
+                       x.data(),
+                       y.mutable_data()};
+  if (const std::string problem = cma::CheckCall(call); !problem.empty()) {
+    throw py::value_error("causal_moving_avg: " + problem);
   }
-  CMA_FOR_EACH_DTYPE(CMA_RUN)
-#undef CMA_RUN
-  throw py::type_error("causal_moving_avg: unsupported dtype " + dtype_name);
+  if (call.Elements() > 0) Compute(call);
+  return y;
 }
 
 }  // namespace
@@ -91,15 +82,10 @@ PYBIND11_MODULE(_numpy_core, m) {
         "Checked arguments only: x an ndarray of rank >= 1, window >= 1, 0 <= axis < x.ndim, "
         "edge one of EDGES.");
   // The lists every binding expands (cc/core/types.h), for the Python checks.
-  py::list edges, dtypes;
-#define CMA_APPEND(enumerator, name) edges.append(name);
-  CMA_FOR_EACH_EDGE(CMA_APPEND)
-#undef CMA_APPEND
-#define CMA_APPEND(enumerator, name) dtypes.append(name);
-  CMA_FOR_EACH_DTYPE(CMA_APPEND)
-#undef CMA_APPEND
-  m.attr("EDGES") = py::tuple(edges);
-  m.attr("DTYPES") = py::tuple(dtypes);
+  m.attr("EDGES") = py::tuple(
+      py::cast(std::vector<std::string>(std::begin(cma::kEdgeNames), std::end(cma::kEdgeNames))));
+  m.attr("DTYPES") = py::tuple(
+      py::cast(std::vector<std::string>(std::begin(cma::kDTypeNames), std::end(cma::kDTypeNames))));
   // The versions of the core this binary holds and this CPU can run, and the one in use
   // (CMA_CPU_VERSION in the environment forces one).
   py::list versions;
@@ -110,7 +96,7 @@ PYBIND11_MODULE(_numpy_core, m) {
   m.def("cpu_version", [] { return cma::CpuVersionName(cma::ActiveCpuVersion()); });
   // How the CPU cuts the work, for tests that aim at its boundaries.
   py::dict plan;
-  plan["segment_elements"] = cma::kCpuSegmentElements;
+  plan["span_elements"] = cma::kCpuSpanElements;
   plan["max_unit_lanes"] = cma::kMaxUnitLanes;
   plan["chunk_steps"] = cma::kCpuChunkSteps;
   plan["short_window_max"] = cma::kShortWindowMax;

@@ -1,13 +1,19 @@
 // Tests of the TensorFlow-free core against a plain reference, with no TensorFlow in the process:
 // the CPU plan, the GPU's running-sum plan, the GPU's direct sums and its tile scans (emulated
 // thread by thread), all run here on the host, so the arithmetic and indexing the CUDA kernels use
-// are checked on machines without a GPU (and under sanitizers). Prints one line per failure and "N
+// are checked on machines without a GPU (and under sanitizers). The checks are grouped in named
+// cases, each with its own random seed (from its name), so a case gets the same inputs alone or
+// in the full run. With no argument every case runs; `--list` prints the cases' names; `--filter
+// SUBSTRING` (repeatable) runs only the cases whose name contains one of them, and a filter that
+// matches no case is an error (exit 2). Prints one line per failure, naming its case, and last "N
 // passed, N failed"; exits 1 on any failure.
 #include <algorithm>
 #include <cmath>
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <random>
@@ -15,9 +21,11 @@
 #include <utility>
 #include <vector>
 
+#include "cc/core/call.h"
 #include "cc/core/cpu.h"
 #include "cc/core/gpu_direct.h"
 #include "cc/core/gpu_grid.h"
+#include "cc/core/host_thread_block.h"
 #include "cc/core/numerics.h"
 #include "cc/core/plan.h"
 #include "cc/core/tile_scan.h"
@@ -29,6 +37,25 @@ namespace {
 
 int passed = 0;
 int failed = 0;
+const char* current_case = "";  // the name of the case running, for failure lines
+
+// Prints a failure line, "FAIL <case>: <message>"; counting the failure is the caller's.
+__attribute__((format(printf, 1, 2))) void PrintFailure(const char* format, ...) {
+  std::printf("FAIL %s: ", current_case);
+  va_list args;
+  va_start(args, format);
+  std::vprintf(format, args);
+  va_end(args);
+  std::printf("\n");
+}
+
+// The call the plans and kernels take, for a float32 or float64 x (x and y stay empty where only a
+// plan is made: the plans' users take them as arguments).
+template <typename T>
+cma::Call CallOf(cma::Geometry g, int64_t window, cma::Edge edge, const T* x = nullptr,
+                 T* y = nullptr) {
+  return {g, sizeof(T) == 8 ? cma::DType::kFloat64 : cma::DType::kFloat32, window, edge, x, y};
+}
 
 // The definition, summed directly in long double; non-finite values propagate as in any sum.
 std::vector<long double> Reference(const std::vector<double>& x, cma::Geometry g, int64_t window,
@@ -59,7 +86,7 @@ void Expect(const std::string& name, const std::vector<T>& got,
     const bool close = std::isfinite(w) && std::isfinite(g) &&
                        std::fabs(g - w) <= tolerance * magnitude[i] + floor;
     if (!same_special && !close) {
-      std::printf("FAIL %s: element %zu got %.17Lg want %.17Lg\n", name.c_str(), i, g, w);
+      PrintFailure("%s: element %zu got %.17Lg want %.17Lg", name.c_str(), i, g, w);
       ++failed;
       return;
     }
@@ -71,12 +98,12 @@ void Expect(const std::string& name, const std::vector<T>& got,
 template <typename T>
 void TileScanOnHost(cma::Geometry g, int64_t window, cma::Edge edge, const T* x, T* y) {
   using Sum = cma::SumOf<T>;
-  const cma::TileScanPlan plan = cma::MakeTileScanPlan<Sum>(g, window, edge);
+  const cma::TileScanPlan plan = cma::MakeTileScanPlan<Sum>(CallOf<T>(g, window, edge, x, y));
   std::vector<double> shared(cma::TileScratch<Sum>::kBytes / sizeof(double) + 1);
   const auto scratch =
       cma::TileScratch<Sum>::Carve(reinterpret_cast<unsigned char*>(shared.data()));
-  std::vector<cma::CarefulWindow<Sum>> sums(cma::TileSumsBytes<Sum>(plan) /
-                                            sizeof(cma::CarefulWindow<Sum>));
+  std::vector<cma::CarefulSum<Sum>> sums(cma::TileSumsBytes<Sum>(plan) /
+                                         sizeof(cma::CarefulSum<Sum>));
   const cma::HostThreadBlock block;
   for (int64_t tile = 0; tile < plan.num_tiles && plan.whole_tiles > 0; ++tile) {
     cma::TileSums(block, plan, x, sums.data(), tile, scratch);
@@ -124,13 +151,13 @@ void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, Extra extra, std
   char label[160];
   std::snprintf(label, sizeof(label), "%s [%lld,%lld,%lld] W=%lld %s%s",
                 sizeof(T) == 8 ? "f64" : "f32", (long long)g.outer, (long long)g.steps,
-                (long long)g.inner, (long long)window, cma::EdgeName(edge),
+                (long long)g.inner, (long long)window, cma::NameOf(edge),
                 extra_names[static_cast<int>(extra)]);
   if (n == 0) return;
 
   const std::function<cma::Plan()> plans[] = {
-      [&] { return cma::MakeCpuPlan(g, window, edge); },
-      [&] { return cma::MakeGpuPlan(g, window, edge); },
+      [&] { return cma::MakeCpuPlan(CallOf<T>(g, window, edge)); },
+      [&] { return cma::MakeGpuPlan(CallOf<T>(g, window, edge)); },
   };
   const char* plan_names[] = {"cpu-plan", "gpu-plan"};
   for (int p = 0; p < 2; ++p) {
@@ -148,7 +175,7 @@ void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, Extra extra, std
       ++passed;
     } else {
       ++failed;
-      std::printf("FAIL %s %s: unit order changed the bits\n", plan_names[p], label);
+      PrintFailure("%s %s: unit order changed the bits", plan_names[p], label);
     }
   }
   // The GPU's direct kernel, every thread of a grid of 1, 7 and 256 threads (ragged last rounds
@@ -157,7 +184,8 @@ void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, Extra extra, std
   for (const auto& [threads, poison] : grids) {
     std::vector<T> direct(n, static_cast<T>(poison));
     for (int64_t first = 0; first < threads; ++first) {
-      cma::DirectMeansOfThread(g, window, edge, x.data(), direct.data(), first, threads);
+      cma::DirectMeansOfThread(CallOf<T>(g, window, edge, x.data(), direct.data()), x.data(),
+                               direct.data(), first, threads);
     }
     Expect(std::string("direct/") + std::to_string(threads) + " " + label, direct, want, magnitude,
            tolerance, floor);
@@ -183,8 +211,9 @@ void CheckCarefulPathKeepsFloat64Bits(std::mt19937_64& rng) {
     for (auto& v : x) v = std::ldexp(rng() % 2 ? uniform(rng) : -uniform(rng), -957);
     std::vector<double> poisoned = x;
     poisoned[steps - 1] = NAN;  // only the last output's window holds it
-    for (const cma::Plan& plan : {cma::MakeCpuPlan({1, steps, 1}, window, cma::Edge::kZeros),
-                                  cma::MakeGpuPlan({1, steps, 1}, window, cma::Edge::kZeros)}) {
+    for (const cma::Plan& plan :
+         {cma::MakeCpuPlan(CallOf<double>({1, steps, 1}, window, cma::Edge::kZeros)),
+          cma::MakeGpuPlan(CallOf<double>({1, steps, 1}, window, cma::Edge::kZeros))}) {
       std::vector<double> fast(steps), careful(steps);
       cma::ComputeUnits<double>(plan, x.data(), fast.data(), 0, plan.num_units);
       cma::ComputeUnits<double>(plan, poisoned.data(), careful.data(), 0, plan.num_units);
@@ -192,7 +221,7 @@ void CheckCarefulPathKeepsFloat64Bits(std::mt19937_64& rng) {
         ++passed;
       } else {
         ++failed;
-        std::printf("FAIL careful path changed float64 bits, W=%lld\n", (long long)window);
+        PrintFailure("careful path changed float64 bits, W=%lld", (long long)window);
       }
     }
   }
@@ -207,11 +236,12 @@ void CheckNonFiniteJustBeforeUnits(std::mt19937_64& rng) {
       for (const int64_t back : {1, 2, 3, 4}) {
         for (const bool cpu : {true, false}) {
           const cma::Geometry g{1, 3000, inner};
-          const cma::Plan plan = cpu ? cma::MakeCpuPlan(g, window, cma::Edge::kZeros)
-                                     : cma::MakeGpuPlan(g, window, cma::Edge::kZeros);
+          const cma::Plan plan =
+              cpu ? cma::MakeCpuPlan(CallOf<double>(g, window, cma::Edge::kZeros))
+                  : cma::MakeGpuPlan(CallOf<double>(g, window, cma::Edge::kZeros));
           std::vector<double> x(g.steps * inner);
           for (auto& v : x) v = normal(rng);
-          const int64_t start = plan.segment_steps;  // the second unit of the row
+          const int64_t start = plan.span_steps;  // the second unit of the row
           if (start - window - back < 0 || start >= g.steps) continue;
           x[(start - window - back) * inner + inner - 1] = back % 2 ? NAN : INFINITY;
           std::vector<double> abs_x(x.size());
@@ -266,13 +296,11 @@ void CheckHostBfloat16(std::mt19937_64& rng) {
     }
     if (b.bits != want ||
         (!std::isnan(f) && static_cast<float>(b) != as_float(uint32_t{want} << 16))) {
-      if (++wrong <= 3) std::printf("FAIL bfloat16 of %08x: %04x, want %04x\n", bits, b.bits, want);
+      if (++wrong <= 3) PrintFailure("bfloat16 of %08x: %04x, want %04x", bits, b.bits, want);
     }
   }
   wrong == 0 ? ++passed : ++failed;
 }
-
-}  // namespace
 
 // Launch sizes are never 0, whatever the multiprocessor count (a failed or odd query must not
 // launch an empty grid), and grow with it.
@@ -287,7 +315,7 @@ void CheckGpuLaunchSizes() {
        cma::TileScanBlocks(int64_t{1} << 40, 132) == 132 * 32 && cma::TileScanBlocks(5, 132) == 5 &&
        cma::GridSize(256 * 3, 132) == 3;
   if (!ok) {
-    std::printf("FAIL gpu launch sizes\n");
+    PrintFailure("gpu launch sizes");
     ++failed;
     return;
   }
@@ -309,19 +337,20 @@ void CheckDriverProblem() {
                         none.find(">= 525") != std::string::npos &&
                         none.find("no NVIDIA driver") != std::string::npos;
   if (!accepts || !explains) {
-    std::printf("FAIL driver check: '%s' / '%s'\n", old.c_str(), none.c_str());
+    PrintFailure("driver check: '%s' / '%s'", old.c_str(), none.c_str());
     ++failed;
     return;
   }
   ++passed;
 }
 
-int main() {
-  std::mt19937_64 rng(7);
-  // Single and many rows, narrow and wide lanes (several 256-lane tiles), sequences crossing
-  // CPU blocks (32768 steps) and GPU tiles (2048 / 1024 steps for one lane, fewer for more
-  // lanes, e.g. 288 / 144 for 7), windows from 1 to the int64 limit: shorter than a tile, a tile
-  // and more, several tiles, and longer than the sequence.
+// Single and many rows, narrow and wide lanes (several 256-lane tiles), sequences crossing CPU
+// blocks (32768 steps) and GPU tiles (2048 / 1024 steps for one lane, fewer for more lanes, e.g.
+// 288 / 144 for 7), windows from 1 to the int64 limit: shorter than a tile, a tile and more,
+// several tiles, and longer than the sequence. Every shape and window for one dtype, edge and
+// extra.
+template <typename T>
+void CheckReferenceMatrix(cma::Edge edge, Extra extra, std::mt19937_64& rng) {
   const cma::Geometry shapes[] = {{1, 5000, 1}, {3, 700, 5},   {2, 300, 40}, {1, 1, 1},
                                   {2, 2, 3},    {1, 70000, 1}, {1, 3, 5000}, {4, 130, 2},
                                   {2, 1500, 7}, {1, 9000, 31}};
@@ -342,22 +371,108 @@ int main() {
     for (int64_t w : windows) {
       // The O(T*W) reference stays fast.
       if (g.outer * g.steps * g.inner * std::min(w, g.steps) > 20'000'000) continue;
-      for (cma::Edge e : {cma::Edge::kZeros, cma::Edge::kPartial}) {
-        for (Extra extra : {Extra::kNone, Extra::kSpecials}) {
-          CheckCase<float>(g, w, e, extra, rng);
-          CheckCase<double>(g, w, e, extra, rng);
-        }
-        for (Extra extra : {Extra::kHuge, Extra::kTinySpecials, Extra::kTinyHuge}) {
-          CheckCase<double>(g, w, e, extra, rng);
-        }
+      CheckCase<T>(g, w, edge, extra, rng);
+    }
+  }
+}
+
+struct TestCase {
+  std::string name;
+  std::function<void(std::mt19937_64& rng)> run;  // rng: seeded from the name
+};
+
+// The reference matrix split by dtype, edge and extra (float32 takes the extras its range
+// holds); then the single checks.
+std::vector<TestCase> AllCases() {
+  std::vector<TestCase> cases;
+  const char* extra_names[] = {"plain", "specials", "huge", "tiny_specials", "tiny_huge"};
+  for (const bool f64 : {false, true}) {
+    for (const auto& edge_and_name :
+         {std::pair{cma::Edge::kZeros, "zeros"}, std::pair{cma::Edge::kPartial, "partial"}}) {
+      const cma::Edge edge = edge_and_name.first;  // a plain variable: C++17 lambdas capture it
+      const char* edge_name = edge_and_name.second;
+      for (const Extra extra :
+           {Extra::kNone, Extra::kSpecials, Extra::kHuge, Extra::kTinySpecials, Extra::kTinyHuge}) {
+        if (!f64 && extra != Extra::kNone && extra != Extra::kSpecials) continue;
+        const std::string name = std::string("reference/") + (f64 ? "float64/" : "float32/") +
+                                 edge_name + "/" + extra_names[static_cast<int>(extra)];
+        cases.push_back({name, [f64, edge, extra](std::mt19937_64& rng) {
+                           f64 ? CheckReferenceMatrix<double>(edge, extra, rng)
+                               : CheckReferenceMatrix<float>(edge, extra, rng);
+                         }});
       }
     }
   }
-  CheckCarefulPathKeepsFloat64Bits(rng);
-  CheckHostBfloat16(rng);
-  CheckNonFiniteJustBeforeUnits(rng);
-  CheckGpuLaunchSizes();
-  CheckDriverProblem();
+  cases.push_back({"careful_path_keeps_float64_bits", CheckCarefulPathKeepsFloat64Bits});
+  cases.push_back({"host_bfloat16", CheckHostBfloat16});
+  cases.push_back({"nonfinite_just_before_units", CheckNonFiniteJustBeforeUnits});
+  cases.push_back({"gpu_launch_sizes", [](std::mt19937_64&) { CheckGpuLaunchSizes(); }});
+  cases.push_back({"driver_problem", [](std::mt19937_64&) { CheckDriverProblem(); }});
+  return cases;
+}
+
+// FNV-1a of a case's name: its seed, the same on every platform and in every selection of cases.
+uint64_t SeedOf(const std::string& name) {
+  uint64_t hash = 14695981039346656037ull;
+  for (const unsigned char c : name) hash = (hash ^ c) * 1099511628211ull;
+  return hash;
+}
+
+int Usage(const char* program) {
+  std::fprintf(stderr, "usage: %s [--list] [--filter SUBSTRING]...\n", program);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<TestCase> cases = AllCases();
+  bool list = false;
+  std::vector<std::string> filters;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--list") {
+      list = true;
+    } else if (arg == "--filter" && i + 1 < argc) {
+      filters.push_back(argv[++i]);
+    } else if (arg.rfind("--filter=", 0) == 0) {
+      filters.push_back(arg.substr(std::strlen("--filter=")));
+    } else {
+      std::fprintf(stderr, "unknown or incomplete argument '%s'\n", arg.c_str());
+      return Usage(argv[0]);
+    }
+  }
+  std::vector<const TestCase*> selected;
+  for (const TestCase& c : cases) {
+    const bool match =
+        filters.empty() || std::any_of(filters.begin(), filters.end(), [&](const std::string& f) {
+          return c.name.find(f) != std::string::npos;
+        });
+    if (match) selected.push_back(&c);
+  }
+  for (const std::string& f : filters) {
+    const bool matches = std::any_of(cases.begin(), cases.end(), [&](const TestCase& c) {
+      return c.name.find(f) != std::string::npos;
+    });
+    if (!matches) {
+      std::fprintf(stderr, "--filter '%s' matches no test case (--list names them)\n", f.c_str());
+      return 2;
+    }
+  }
+  if (list) {
+    for (const TestCase* c : selected) std::printf("%s\n", c->name.c_str());
+    return 0;
+  }
+  for (const TestCase* c : selected) {
+    current_case = c->name.c_str();
+    std::mt19937_64 rng(SeedOf(c->name));
+    try {
+      c->run(rng);
+    } catch (const std::exception& e) {
+      PrintFailure("threw %s", e.what());
+      ++failed;
+    }
+  }
   std::printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;
 }

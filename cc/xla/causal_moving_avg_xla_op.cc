@@ -60,14 +60,15 @@ class CausalMovingAvgXlaOp : public tf::XlaOpKernel {
     int64_t scratch_bytes = 0;
 #if GOOGLE_CUDA
     if (on_gpu_ && xla::ShapeUtil::ElementsIn(shape) > 0) {
-      scratch_bytes = GpuScratchBytes(DTypeOfTf(ctx->input_type(0)), geometry, window_);
+      scratch_bytes = GpuScratchBytes(
+          Call{geometry, DTypeOfTf(ctx->input_type(0)), window_, edge_, nullptr, nullptr});
     }
 #endif
     const xla::Shape scratch =
         xla::ShapeUtil::MakeShapeWithDenseLayout(xla::U8, {scratch_bytes}, {0});
     xla::XlaOp call = xla::CustomCallWithLayout(
         ctx->builder(), kXlaTarget, {x}, xla::ShapeUtil::MakeTupleShape({shape, scratch}), {shape},
-        XlaAttributes(geometry, window_, edge_), /*has_side_effect=*/false,
+        XlaAttributesText(XlaAttributesOf(geometry, window_, edge_)), /*has_side_effect=*/false,
         /*output_operand_aliasing=*/{}, /*literal=*/nullptr, xla::CustomCallSchedule::SCHEDULE_NONE,
         xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
     xla::XlaOp y = xla::GetTupleElement(call, 0);

@@ -20,14 +20,42 @@ inline constexpr char kXlaTarget[] = "causal_moving_avg";
 inline constexpr char kXlaHostPlatform[] = "Host";
 inline constexpr char kXlaCudaPlatform[] = "CUDA";
 
-// The attributes, an MLIR dictionary in the custom call's opaque string (e.g. `{window = 3 :
-// i64, edge = 0 : i32, outer = 2 : i64, steps = 50 : i64, inner = 3 : i64}`).
-inline std::string XlaAttributes(Geometry geometry, int64_t window, Edge edge) {
-  return "{window = " + std::to_string(window) +
-         " : i64, edge = " + std::to_string(static_cast<int32_t>(edge)) +
-         " : i32, outer = " + std::to_string(geometry.outer) +
-         " : i64, steps = " + std::to_string(geometry.steps) +
-         " : i64, inner = " + std::to_string(geometry.inner) + " : i64}";
+// The custom call's attributes: X(C++ type, name, MLIR type). The one place the contract
+// between the XLA kernel (which writes them) and the handlers (which decode them into
+// XlaCallAttributes, ffi_handler.h) is written.
+#define CMA_FOR_EACH_XLA_ATTRIBUTE(X) \
+  X(int64_t, window, "i64")           \
+  X(int32_t, edge, "i32")             \
+  X(int64_t, outer, "i64")            \
+  X(int64_t, steps, "i64")            \
+  X(int64_t, inner, "i64")
+
+struct XlaCallAttributes {
+#define CMA_XLA_MEMBER(type, name, mlir_type) type name;
+  CMA_FOR_EACH_XLA_ATTRIBUTE(CMA_XLA_MEMBER)
+#undef CMA_XLA_MEMBER
+};
+
+inline XlaCallAttributes XlaAttributesOf(Geometry view, int64_t window, Edge edge) {
+  XlaCallAttributes attributes;
+  attributes.window = window;
+  attributes.edge = static_cast<int32_t>(edge);
+  attributes.outer = view.outer;
+  attributes.steps = view.steps;
+  attributes.inner = view.inner;
+  return attributes;
+}
+
+// The attributes as the MLIR dictionary of the custom call's opaque string, e.g. `{window = 3 :
+// i64, edge = 0 : i32, outer = 2 : i64, steps = 50 : i64, inner = 3 : i64}`.
+inline std::string XlaAttributesText(const XlaCallAttributes& attributes) {
+  std::string text;
+#define CMA_XLA_WRITE(type, name, mlir_type)                         \
+  text += (text.empty() ? "{" : ", ") + std::string(#name) + " = " + \
+          std::to_string(attributes.name) + " : " + mlir_type;
+  CMA_FOR_EACH_XLA_ATTRIBUTE(CMA_XLA_WRITE)
+#undef CMA_XLA_WRITE
+  return text + "}";
 }
 
 // Registers `handler` (and an optional `initialize` handler, which XLA runs when it sets up an

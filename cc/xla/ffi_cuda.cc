@@ -18,24 +18,18 @@ namespace {
 namespace ffi = ::xla::ffi;
 
 ffi::Error CudaCall(cudaStream_t stream, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
-                    ffi::Result<ffi::AnyBuffer> scratch, int64_t window, int32_t edge,
-                    int64_t outer, int64_t steps, int64_t inner) {
-  XlaCall call{};
-  if (ffi::Error error = ReadXlaCall(x, *y, window, edge, outer, steps, inner, &call);
-      error.failure()) {
-    return error;
-  }
-  if (x.element_count() == 0) return ffi::Error::Success();
-  const int64_t scratch_bytes = GpuScratchBytes(call.dtype, call.geometry, call.window);
+                    ffi::Result<ffi::AnyBuffer> scratch, XlaCallAttributes attributes) {
+  Call call;
+  if (ffi::Error error = ReadXlaCall(x, *y, attributes, &call); error.failure()) return error;
+  if (call.Elements() == 0) return ffi::Error::Success();
+  const int64_t scratch_bytes = GpuScratchBytes(call);
   if (static_cast<int64_t>(scratch->size_bytes()) < scratch_bytes) {
     return ffi::Error::Internal("CausalMovingAvg: XLA's scratch buffer holds " +
                                 std::to_string(scratch->size_bytes()) +
                                 " bytes, the kernels need " + std::to_string(scratch_bytes));
   }
   // XLA made the context of its device current, so the launcher's "current device" is XLA's.
-  const GpuStatus status =
-      LaunchOnGpu(call.dtype, stream, call.geometry, call.window, call.edge, x.untyped_data(),
-                  y->untyped_data(), scratch->untyped_data());
+  const GpuStatus status = LaunchOnGpu(call, stream, scratch->untyped_data());
   return status.ok() ? ffi::Error::Success() : ffi::Error::Internal(status.Message());
 }
 
@@ -48,7 +42,7 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
 // loaded lazily inside a step. The execute handler prepares too, for a runtime that skips this
 // stage; preparing is once per device and process.
 ffi::Error CudaInitialize(ffi::AnyBuffer, ffi::Result<ffi::AnyBuffer>, ffi::Result<ffi::AnyBuffer>,
-                          int64_t, int32_t, int64_t, int64_t, int64_t) {
+                          XlaCallAttributes) {
   int sm_count = 0;
   const GpuStatus status = PrepareCurrentGpu(&sm_count);
   return status.ok() ? ffi::Error::Success() : ffi::Error::Internal(status.Message());

@@ -8,13 +8,23 @@
 #include <string>
 #include <utility>
 
+#include "cc/core/call.h"
 #include "cc/core/types.h"
 #include "cc/xla/custom_call.h"
 #include "xla/ffi/api/ffi.h"
 
+// XLA decodes the attribute dictionary into XlaCallAttributes, member by member from the list.
+#define CMA_XLA_STRUCT_MEMBER(type, name, mlir_type) , ::xla::ffi::StructMember<type>(#name)
+#define CMA_XLA_APPLY(macro, ...) macro(__VA_ARGS__)
+CMA_XLA_APPLY(
+    XLA_FFI_REGISTER_STRUCT_ATTR_DECODING,
+    ::causal_moving_avg::XlaCallAttributes CMA_FOR_EACH_XLA_ATTRIBUTE(CMA_XLA_STRUCT_MEMBER));
+#undef CMA_XLA_APPLY
+#undef CMA_XLA_STRUCT_MEMBER
+
 namespace causal_moving_avg {
 
-// x in; y and the scratch out; the attributes XlaAttributes writes.
+// x in; y and the scratch out; the attributes.
 template <typename Binding>
 auto BindCustomCall(Binding binding) {
   namespace ffi = ::xla::ffi;
@@ -22,56 +32,44 @@ auto BindCustomCall(Binding binding) {
       .template Arg<ffi::AnyBuffer>()
       .template Ret<ffi::AnyBuffer>()
       .template Ret<ffi::AnyBuffer>()
-      .template Attr<int64_t>("window")
-      .template Attr<int32_t>("edge")
-      .template Attr<int64_t>("outer")
-      .template Attr<int64_t>("steps")
-      .template Attr<int64_t>("inner");
+      .template Attrs<XlaCallAttributes>();
 }
 
-// A custom call's arguments, checked (the attributes come from our XLA kernel, but an HLO module
-// can be written by hand).
-struct XlaCall {
-  Geometry geometry;
-  DType dtype;
-  int64_t window;
-  Edge edge;
-};
+// XLA's element type of each dtype, in the list's order (CMA_FOR_EACH_DTYPE).
+inline constexpr ::xla::ffi::DataType kXlaDataTypes[] = {
+    ::xla::ffi::DataType::F16, ::xla::ffi::DataType::BF16, ::xla::ffi::DataType::F32,
+    ::xla::ffi::DataType::F64};
 
-// Reads and checks a call; an error names the problem.
-inline ::xla::ffi::Error ReadXlaCall(const ::xla::ffi::AnyBuffer& x, const ::xla::ffi::AnyBuffer& y,
-                                     int64_t window, int32_t edge, int64_t outer, int64_t steps,
-                                     int64_t inner, XlaCall* call) {
+// Reads a custom call into the core's Call and checks it (the attributes come from our XLA
+// kernel, but an HLO module can be written by hand); an error names the problem.
+inline ::xla::ffi::Error ReadXlaCall(const ::xla::ffi::AnyBuffer& x, ::xla::ffi::AnyBuffer& y,
+                                     const XlaCallAttributes& attributes, Call* call) {
   namespace ffi = ::xla::ffi;
   const auto invalid = [](const std::string& problem) {
     return ffi::Error::InvalidArgument("CausalMovingAvg: " + problem);
   };
-  switch (x.element_type()) {
-    case ffi::DataType::F16:
-      call->dtype = DType::kFloat16;
-      break;
-    case ffi::DataType::BF16:
-      call->dtype = DType::kBfloat16;
-      break;
-    case ffi::DataType::F32:
-      call->dtype = DType::kFloat32;
-      break;
-    case ffi::DataType::F64:
-      call->dtype = DType::kFloat64;
-      break;
-    default:
-      return invalid("x must be float16, bfloat16, float32 or float64");
+  bool known = false;
+  DType dtype = DType::kFloat32;
+#define CMA_XLA_DTYPE(enumerator, name)                                         \
+  if (x.element_type() == kXlaDataTypes[static_cast<int>(DType::enumerator)]) { \
+    dtype = DType::enumerator;                                                  \
+    known = true;                                                               \
   }
-  if (window < 1) return invalid("window must be >= 1, got " + std::to_string(window));
-  if (EdgeName(static_cast<Edge>(edge))[0] == '\0') {
-    return invalid("unknown edge mode " + std::to_string(edge));
-  }
+  CMA_FOR_EACH_DTYPE(CMA_XLA_DTYPE)
+#undef CMA_XLA_DTYPE
+  if (!known) return invalid("x must be float16, bfloat16, float32 or float64");
+  *call = Call{{attributes.outer, attributes.steps, attributes.inner},
+               dtype,
+               attributes.window,
+               static_cast<Edge>(attributes.edge),
+               x.untyped_data(),
+               y.untyped_data()};
+  if (const std::string problem = CheckCall(*call); !problem.empty()) return invalid(problem);
   const int64_t elements = static_cast<int64_t>(x.element_count());
-  if (outer < 0 || steps < 0 || inner < 0 || elements != outer * steps * inner ||
-      static_cast<int64_t>(y.element_count()) != elements || y.element_type() != x.element_type()) {
+  if (elements != call->Elements() || static_cast<int64_t>(y.element_count()) != elements ||
+      y.element_type() != x.element_type()) {
     return invalid("the [outer, steps, inner] attributes do not describe the operand and result");
   }
-  *call = {{outer, steps, inner}, call->dtype, window, static_cast<Edge>(edge)};
   return ffi::Error::Success();
 }
 

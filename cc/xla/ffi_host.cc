@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "cc/core/cpu.h"
-#include "cc/core/plan.h"
 #include "cc/kernels/tf_types.h"
 #include "cc/xla/custom_call.h"
 #include "cc/xla/ffi_handler.h"
@@ -20,19 +19,12 @@ namespace {
 
 namespace ffi = ::xla::ffi;
 
-// Runs the plan's shards on the calling thread and on pool tasks that claim shards as they
+// Runs shards [0, shards) on the calling thread and on pool tasks that claim shards as they
 // start. The caller waits only for claimed shards to finish, and runs any that no task has
 // claimed itself, so it never waits on a pool that is busy (or is the caller's own pool). A task
 // that starts after the call returned finds nothing to claim and touches no buffer.
-template <typename T>
-void ComputeOnPool(ffi::ThreadPool& pool, const Plan& plan, const T* x, T* y) {
-  // Shards are claimed as threads come free, so several per thread even out the load whether or
-  // not the calling thread is one of the pool's.
-  const int64_t shards = ShardCount(plan, 4 * pool.num_threads());
-  if (shards <= 1) {
-    ComputeUnits<T>(plan, x, y, 0, plan.num_units);
-    return;
-  }
+template <typename RunShard>
+void RunShardsOnPool(ffi::ThreadPool& pool, int64_t shards, const RunShard& run_shard) {
   struct Progress {
     std::atomic<int64_t> next{0};
     int64_t done = 0;
@@ -40,11 +32,9 @@ void ComputeOnPool(ffi::ThreadPool& pool, const Plan& plan, const T* x, T* y) {
     std::condition_variable all_done;
   };
   const auto progress = std::make_shared<Progress>();
-  const auto work = [progress, plan, x, y, shards] {
+  const auto work = [progress, run_shard, shards] {
     for (int64_t shard; (shard = progress->next.fetch_add(1)) < shards;) {
-      int64_t begin, end;
-      ShardUnits(plan, shard, shards, &begin, &end);
-      ComputeUnits<T>(plan, x, y, begin, end);
+      run_shard(shard);
       std::lock_guard<std::mutex> lock(progress->mutex);
       if (++progress->done == shards) progress->all_done.notify_all();
     }
@@ -59,26 +49,17 @@ void ComputeOnPool(ffi::ThreadPool& pool, const Plan& plan, const T* x, T* y) {
 }
 
 ffi::Error HostCall(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
-                    ffi::Result<ffi::AnyBuffer> /*scratch: the GPU's only*/, int64_t window,
-                    int32_t edge, int64_t outer, int64_t steps, int64_t inner) {
-  XlaCall call{};
-  if (ffi::Error error = ReadXlaCall(x, *y, window, edge, outer, steps, inner, &call);
-      error.failure()) {
-    return error;
-  }
-  if (x.element_count() == 0) return ffi::Error::Success();
-  const Plan plan = MakeCpuPlan(call.geometry, call.window, call.edge);
-  HintHugePages(y->untyped_data(), static_cast<int64_t>(y->size_bytes()));
-  // The TF CPU kernel's types, so the same instantiations of the core run.
-  switch (call.dtype) {
-#define CMA_COMPUTE(enumerator, name)                                            \
-  case DType::enumerator:                                                        \
-    ComputeOnPool(pool, plan, x.reinterpret_data<TfTypeOf<DType::enumerator>>(), \
-                  y->reinterpret_data<TfTypeOf<DType::enumerator>>());           \
-    break;
-    CMA_FOR_EACH_DTYPE(CMA_COMPUTE)
-#undef CMA_COMPUTE
-  }
+                    ffi::Result<ffi::AnyBuffer> /*scratch: the GPU's only*/,
+                    XlaCallAttributes attributes) {
+  Call call;
+  if (ffi::Error error = ReadXlaCall(x, *y, attributes, &call); error.failure()) return error;
+  if (call.Elements() == 0) return ffi::Error::Success();
+  // The TF CPU kernel's types, so the same instantiations of the core run. Shards are claimed as
+  // threads come free, so several per thread even out the load whether or not the calling thread
+  // is one of the pool's.
+  ComputeOnCpu<TfTypeOf<DType::kFloat16>, TfTypeOf<DType::kBfloat16>>(
+      call, 4 * pool.num_threads(),
+      [&pool](int64_t shards, const auto& run_shard) { RunShardsOnPool(pool, shards, run_shard); });
   return ffi::Error::Success();
 }
 

@@ -1,25 +1,15 @@
-"""The Python API of the op: argument checks with clear errors, then the compiled kernel."""
+"""The Python API of the op: the input as a tensor, the shared argument checks, the compiled kernel."""
 
 import numpy as np
 import tensorflow as tf
 
-from causal_moving_avg._checks import (
-    DTYPES,
-    check_edge,
-    check_not_masked,
-    check_rank,
-    check_window,
-    dtype_error,
-    resolve_axis,
-)
+from causal_moving_avg._checks import check_call, check_not_masked
 from causal_moving_avg._loader import ops
-
-# The op's dtypes as TensorFlow names them; a set, so membership is a hash, not four comparisons.
-_TF_DTYPES = frozenset(tf.as_dtype(name) for name in DTYPES)
 
 
 def to_input_tensor(x) -> tf.Tensor:
-    """Converts x (tensor, array, array-like, list) and checks its dtype and rank."""
+    """Converts x (tensor, array, array-like, list) to a tensor of its own dtype; `check_call`
+    checks that dtype and the rank."""
     # A tf.Tensor is used as is: converting it again costs more than the op on small inputs.
     if not isinstance(x, tf.Tensor):
         if isinstance(x, (tf.RaggedTensor, tf.SparseTensor)):
@@ -32,9 +22,6 @@ def to_input_tensor(x) -> tf.Tensor:
             x = tf.convert_to_tensor(x)  # keeps the array's dtype: no silent cast
         else:
             x = tf.convert_to_tensor(x, dtype_hint=tf.float32)  # Python numbers, as TF's default
-    if x.dtype not in _TF_DTYPES:
-        raise dtype_error("x", x.dtype.name)
-    check_rank(x.shape.rank, "x")
     return x
 
 
@@ -59,8 +46,6 @@ def causal_moving_avg(x, window=3, axis=None, edge="zeros", name=None):
       ``tf.stop_gradient``: no gradient flows back through it. The same compiled kernels run
       eagerly, in ``tf.function`` and under XLA (``jit_compile=True``), with the same results.
     """
-    window = check_window(window)
-    edge = check_edge(edge)
     x = to_input_tensor(x)
-    axis = resolve_axis(axis, x.shape.rank)
-    return ops.causal_moving_avg(x, window=window, axis=axis, edge=edge, name=name)
+    args = check_call(window, edge, axis, x.shape.rank, x.dtype.name, "x")
+    return ops.causal_moving_avg(x, window=args.window, axis=args.axis, edge=args.edge, name=name)

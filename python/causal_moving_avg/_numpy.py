@@ -6,15 +6,7 @@ Importing it loads neither TensorFlow nor Keras.
 import numpy as np
 
 from causal_moving_avg import _numpy_core
-from causal_moving_avg._checks import (
-    DTYPES,
-    check_edge,
-    check_not_masked,
-    check_rank,
-    check_window,
-    dtype_error,
-    resolve_axis,
-)
+from causal_moving_avg._checks import check_call, check_not_masked
 
 
 def numpy_causal_moving_avg(a, window=3, axis=None, edge="zeros"):
@@ -25,8 +17,6 @@ def numpy_causal_moving_avg(a, window=3, axis=None, edge="zeros"):
     accepted (a non-contiguous view is copied once). The GIL is released while it computes, and
     large arrays are spread over the machine's cores with bitwise-identical results.
     """
-    window = check_window(window)
-    edge = check_edge(edge)
     check_not_masked(a, "a")
     if not isinstance(a, np.ndarray):
         a = np.asarray(a)
@@ -34,8 +24,6 @@ def numpy_causal_moving_avg(a, window=3, axis=None, edge="zeros"):
             a = a.astype(np.float64)
     if not a.dtype.isnative:  # big-endian data: the same values in this machine's byte order
         a = a.astype(a.dtype.newbyteorder("="))
-    if a.dtype.name not in DTYPES:
-        raise dtype_error("a", a.dtype)
-    check_rank(a.ndim, "a")
-    axis = resolve_axis(axis, a.ndim) % a.ndim
-    return _numpy_core.causal_moving_avg(a, window, axis, edge)
+    args = check_call(window, edge, axis, a.ndim, str(a.dtype), "a")
+    # The core takes the axis counted from the start.
+    return _numpy_core.causal_moving_avg(a, args.window, args.axis % a.ndim, args.edge)

@@ -2,7 +2,7 @@
 
 import keras
 
-from causal_moving_avg._checks import check_edge, check_window, resolve_axis
+from causal_moving_avg._checks import check_call
 
 
 @keras.saving.register_keras_serializable(package="causal_moving_avg")
@@ -17,12 +17,13 @@ class CausalMovingAverage(keras.layers.Layer):
 
     def __init__(self, window=3, axis=1, edge="zeros", **kwargs):
         super().__init__(**kwargs)
-        self.window = check_window(window)
-        self.edge = check_edge(edge)
-        self.axis = None if axis is None else resolve_axis(axis, None)  # None: resolved per input
+        # No input yet: window and edge are checked, axis as far as it can be (None: per input).
+        self.window, self.edge, self.axis = check_call(window, edge, axis)
 
     def build(self, input_shape):
-        resolve_axis(self.axis, len(input_shape))  # a clear error for an axis the input lacks
+        # The input's rank is known now: a clear error for a scalar or an axis the input lacks. Its
+        # dtype is checked when called, after the cast to the compute dtype.
+        check_call(self.window, self.edge, self.axis, len(input_shape))
         super().build(input_shape)
 
     def call(self, inputs):
