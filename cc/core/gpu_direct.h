@@ -64,13 +64,14 @@ CMA_HOST_DEVICE void DirectMeansOfThread(const Call& call, const T* __restrict__
       if (terms[u] == 0) continue;
       // Any step t with t + 1 = terms divides as this output's step does.
       const Acc inv = divisors.At(terms[u] - 1);
-      Acc mean = sums[u].Get() * inv;
+      const Acc divisor = divisors.DivisorAt(terms[u] - 1);
+      Acc mean = sums[u].Mean(inv, divisor);
       if (!IsFinite(mean)) {  // rare: a NaN/Inf, or an overflow; as the careful paths do
         CarefulSum<Sum> careful;
         for (int64_t k = 0; k < terms[u]; ++k) {
           careful.Add(static_cast<Acc>(x[index[u] - k * geometry.inner]), 1);
         }
-        mean = careful.Mean(inv);
+        mean = careful.Mean(inv, divisor);
       }
       y[index[u]] = RoundTo<T>(mean);
     }

@@ -69,6 +69,17 @@ struct HostBfloat16 {
   }
 };
 
+// a * b = *product + *error exactly (Dekker's product: each half has 26 bits, so the partial
+// products are exact). Needs |a|, |b| below 2^995 and products above the subnormal range.
+CMA_HOST_DEVICE inline void TwoProduct(double a, double b, double* product, double* error) {
+  constexpr double kSplit = 134217729.0;  // 2^27 + 1
+  const double a_big = a * kSplit, b_big = b * kSplit;
+  const double a_hi = a_big - (a_big - a), b_hi = b_big - (b_big - b);
+  const double a_lo = a - a_hi, b_lo = b - b_hi;
+  *product = a * b;
+  *error = ((a_hi * b_hi - *product) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo;
+}
+
 // A running sum in a type much wider than the input: its rounding stays far below the input's.
 template <typename Acc>
 struct PlainSum {
@@ -82,6 +93,9 @@ struct PlainSum {
   // Adds another partial sum (the GPU's scans combine partial sums of consecutive steps).
   CMA_HOST_DEVICE void Merge(const PlainSum& other) { sum += other.sum; }
   CMA_HOST_DEVICE Acc Get() const { return sum; }
+  // The mean for a divisor and its reciprocal: the product with the reciprocal (its float64
+  // rounding stays far below the 16- or 32-bit output's, rounded next).
+  CMA_HOST_DEVICE Acc Mean(Acc inv, Acc /*divisor*/) const { return sum * inv; }
   // The same sum times a power of two (exact, barring overflow and subnormals).
   CMA_HOST_DEVICE PlainSum Scaled(Acc power_of_two) const { return {sum * power_of_two}; }
 };
@@ -109,6 +123,23 @@ struct CompensatedSum {
   }
   // Once an Inf/NaN is in the sum the compensation is NaN; the sum alone is then the answer.
   CMA_HOST_DEVICE double Get() const { return IsFinite(sum) ? sum + compensation : sum; }
+  // The mean (sum + compensation) / divisor rounded once, as a division of the exact sum would
+  // give it, at the cost of multiplications: the product q with the reciprocal can be an ulp off
+  // (a constant run of 0.7 over 3 steps would read 0.6999999999999998), so q is corrected by the
+  // exact remainder sum - q * divisor (Dekker's product, without FMA, so every ISA gives the same
+  // bits). Means outside [2^-960, 2^995], where Dekker's split would overflow or its error terms
+  // lose bits, are corrected on the sum scaled by a power of two (exact).
+  CMA_HOST_DEVICE double Mean(double inv, double divisor) const {
+    const double q = Get() * inv;
+    if (!IsFinite(q) || q == 0.0) return q;
+    const double scale = Abs(q) > 0x1p995 ? 0x1p-128 : Abs(q) < 0x1p-960 ? 0x1p128 : 1.0;
+    const double scaled_sum = sum * scale, scaled_compensation = compensation * scale;
+    const double scaled_q = q * scale;
+    double product, error;
+    TwoProduct(scaled_q, divisor, &product, &error);
+    const double remainder = ((scaled_sum - product) - error) + scaled_compensation;
+    return (scaled_q + remainder * inv) / scale;
+  }
   CMA_HOST_DEVICE CompensatedSum Scaled(double power_of_two) const {
     return {sum * power_of_two, compensation * power_of_two};
   }
@@ -207,8 +238,8 @@ struct CarefulSum : OverflowCopy<Sum> {
   }
 
   // What direct summation gives: NaN if a NaN is present or +Inf meets -Inf, else the Inf, else
-  // the mean of the finite values (inv = 1 / D(t)).
-  CMA_HOST_DEVICE Acc Mean(Acc inv) const {
+  // the mean of the finite values (inv = 1 / divisor).
+  CMA_HOST_DEVICE Acc Mean(Acc inv, Acc divisor) const {
     if (nans > 0 || (pos_infs > 0 && neg_infs > 0)) return std::numeric_limits<Acc>::quiet_NaN();
     if (pos_infs > 0) return std::numeric_limits<Acc>::infinity();
     if (neg_infs > 0) return -std::numeric_limits<Acc>::infinity();
@@ -222,7 +253,7 @@ struct CarefulSum : OverflowCopy<Sum> {
                                           : scaled * inv * Acc(kOverflowScaleUp);
       }
     }
-    return sum * inv;
+    return finite_sum.Mean(inv, divisor);
   }
 
  private:
@@ -246,8 +277,9 @@ const Acc* StepReciprocals() {
 }
 #endif
 
-// 1 / D(t) for the edge mode: the one place that knows what each mode divides by. Every path
-// multiplies by these reciprocals (a float64 division per output is slow, on a GPU above all).
+// D(t) and 1 / D(t) for the edge mode: the one place that knows what each mode divides by. Every
+// path multiplies by the reciprocals (a float64 division per output is slow, on a GPU above all);
+// sums of float64 inputs also take D(t) to correct the product (CompensatedSum::Mean).
 template <typename Acc>
 struct InverseDivisors {
   Edge edge;
@@ -261,6 +293,11 @@ struct InverseDivisors {
 
   // Step t divides by t + 1 rather than W: the edge "partial" before the window is full.
   CMA_HOST_DEVICE bool Grows(int64_t t) const { return edge == Edge::kPartial && t < window; }
+
+  // D(t) itself, for the sums that correct their product with the reciprocal.
+  CMA_HOST_DEVICE Acc DivisorAt(int64_t t) const {
+    return static_cast<Acc>(Grows(t) ? t + 1 : window);
+  }
 
   CMA_HOST_DEVICE Acc At(int64_t t) const {
     if (!Grows(t)) return inv_window;

@@ -42,11 +42,12 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
   const auto fill = [&](int64_t end) {
     for (; t < end; ++t) {
       const Acc inv = divisors.At(t);
+      const Acc divisor = divisors.DivisorAt(t);
       const T* xt = x + t * stride;
       T* yt = y + t * stride;
       for (int64_t l = 0; l < n; ++l) {
         acc[l].Add(static_cast<Acc>(xt[l]));
-        yt[l] = RoundTo<T>(acc[l].Get() * inv);
+        yt[l] = RoundTo<T>(acc[l].Mean(inv, divisor));
       }
     }
   };
@@ -71,13 +72,14 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
 #endif
   fill(Min64(t1, history.FirstLeaving()));
   // Steady state: one element enters, one leaves.
+  const Acc window_divisor = static_cast<Acc>(window);
   for (; t < t1; ++t) {
     const T* xt = x + t * stride;
     const T* xo = x + (t - window) * stride;
     T* yt = y + t * stride;
     for (int64_t l = 0; l < n; ++l) {
       acc[l].Slide(static_cast<Acc>(xt[l]), static_cast<Acc>(xo[l]));
-      yt[l] = RoundTo<T>(acc[l].Get() * divisors.inv_window);
+      yt[l] = RoundTo<T>(acc[l].Mean(divisors.inv_window, window_divisor));
     }
   }
   bool finite = true;
@@ -111,7 +113,7 @@ CMA_HOST_DEVICE void CarefulMeans(CarefulSum<Sum> careful, const T* __restrict__
         if (IsFinite(v)) careful.finite_sum.Add(v);
       }
     }
-    y[t * stride] = RoundTo<T>(careful.Mean(divisors.At(t)));
+    y[t * stride] = RoundTo<T>(careful.Mean(divisors.At(t), divisors.DivisorAt(t)));
   }
 }
 

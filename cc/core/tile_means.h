@@ -132,9 +132,9 @@ CMA_HOST_DEVICE void ComputeMeans(const Block& block, const TileScanPlan& plan,
       if (t >= tile.t1) break;
       Sum window_sum = base;
       window_sum.Merge(scratch.cells[PaddedCell(k * inner + th.lane)]);
-      const Acc sum = window_sum.Get();
-      if (!IsFinite(sum)) scratch.bad_lane[th.lane] = 1;
-      scratch.means[PaddedCell(k * inner + th.lane)] = sum * divisors.At(t);
+      if (!IsFinite(window_sum.Get())) scratch.bad_lane[th.lane] = 1;
+      scratch.means[PaddedCell(k * inner + th.lane)] =
+          window_sum.Mean(divisors.At(t), divisors.DivisorAt(t));
     }
   });
 }

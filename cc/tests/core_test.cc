@@ -302,6 +302,58 @@ void CheckHostBfloat16(std::mt19937_64& rng) {
   wrong == 0 ? ++passed : ++failed;
 }
 
+// A constant run reads back exactly its value on every path (CPU and GPU plans, the direct
+// kernel's threads, the tile scan), for every window whose inputs are all the constant.
+template <typename T>
+void CheckConstantRunsExact() {
+  const cma::Geometry shapes[] = {{1, 3000, 1}, {2, 700, 5}, {1, 300, 40}};
+  for (const double constant : {0.7, 0.1, 1.0 / 3.0, 123456.789, -2.5e-3}) {
+    const T value = static_cast<T>(constant);
+    for (const cma::Geometry& g : shapes) {
+      const int64_t n = g.outer * g.steps * g.inner;
+      const std::vector<T> x(n, value);
+      for (int64_t window : {1, 3, 10, 49, 1000}) {
+        for (cma::Edge edge : {cma::Edge::kZeros, cma::Edge::kPartial}) {
+          std::vector<std::pair<std::string, std::vector<T>>> outputs;
+          for (const bool cpu : {true, false}) {
+            const cma::Plan plan = cpu ? cma::MakeCpuPlan(CallOf<T>(g, window, edge))
+                                       : cma::MakeGpuPlan(CallOf<T>(g, window, edge));
+            std::vector<T> y(n, static_cast<T>(NAN));
+            cma::ComputeUnits<T>(plan, x.data(), y.data(), 0, plan.num_units);
+            outputs.emplace_back(cpu ? "cpu-plan" : "gpu-plan", y);
+          }
+          std::vector<T> direct(n, static_cast<T>(NAN));
+          for (int64_t first = 0; first < 256; ++first) {
+            cma::DirectMeansOfThread(CallOf<T>(g, window, edge, x.data(), direct.data()), x.data(),
+                                     direct.data(), first, 256);
+          }
+          outputs.emplace_back("direct", direct);
+          if (g.inner < cma::kTileMaxInner) {
+            std::vector<T> scanned(n, static_cast<T>(NAN));
+            TileScanOnHost<T>(g, window, edge, x.data(), scanned.data());
+            outputs.emplace_back("tile-scan", scanned);
+          }
+          for (const auto& [path, y] : outputs) {
+            int64_t wrong = 0;
+            for (int64_t i = 0; i < n; ++i) {
+              const int64_t t = (i / g.inner) % g.steps;
+              if ((edge == cma::Edge::kPartial || t >= window - 1) && !(y[i] == value)) ++wrong;
+            }
+            if (wrong == 0) {
+              ++passed;
+            } else {
+              ++failed;
+              PrintFailure("%s: %lld outputs of a constant run of %.17g, W=%lld %s, are not it",
+                           path.c_str(), (long long)wrong, constant, (long long)window,
+                           cma::NameOf(edge));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // Launch sizes are never 0, whatever the multiprocessor count (a failed or odd query must not
 // launch an empty grid), and grow with it.
 void CheckGpuLaunchSizes() {
@@ -406,6 +458,10 @@ std::vector<TestCase> AllCases() {
   cases.push_back({"careful_path_keeps_float64_bits", CheckCarefulPathKeepsFloat64Bits});
   cases.push_back({"host_bfloat16", CheckHostBfloat16});
   cases.push_back({"nonfinite_just_before_units", CheckNonFiniteJustBeforeUnits});
+  cases.push_back(
+      {"constant_runs_exact/float32", [](std::mt19937_64&) { CheckConstantRunsExact<float>(); }});
+  cases.push_back(
+      {"constant_runs_exact/float64", [](std::mt19937_64&) { CheckConstantRunsExact<double>(); }});
   cases.push_back({"gpu_launch_sizes", [](std::mt19937_64&) { CheckGpuLaunchSizes(); }});
   cases.push_back({"driver_problem", [](std::mt19937_64&) { CheckDriverProblem(); }});
   return cases;
