@@ -151,8 +151,8 @@ def test_nan_and_inf_reach_only_the_windows_that_hold_them(window, edge):
 def test_float64_near_the_largest_double_gives_finite_means(window):
     # Window sums of these inputs overflow double; their means do not. Past the large values the
     # output must be the ones' mean again, not an Inf carried to the end of a span. (Sums of the
-    # large values are exact here; where they round, the ones' mean may lose up to the bound in
-    # README's Numerics, 2^-50 of the largest value in the span.)
+    # large values are exact here; where they round, the ones' mean may lose up to the running
+    # sum's share of the bound in README's Numerics.)
     x = np.ones((2, 70000, 3))
     x[0, :2, 0] = 1e308
     x[0, 5000:5002, 1] = 2.0**1023
