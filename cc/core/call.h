@@ -24,12 +24,18 @@ struct Call {
   CMA_HOST_DEVICE int64_t Elements() const { return view.outer * view.steps * view.inner; }
 };
 
+// The part of CheckCall that needs no input: what a kernel can check when it is built.
+inline std::string CheckWindowAndEdge(int64_t window, Edge edge) {
+  if (window < 1) return "window must be >= 1, got " + std::to_string(window);
+  if (NameOf(edge)[0] == '\0') return "unknown edge mode " + std::to_string(static_cast<int>(edge));
+  return "";
+}
+
 // Empty when `call` is one the kernels compute; otherwise the problem, in words a user can act
 // on (the bindings prefix their own context). The only place these rules are written.
 inline std::string CheckCall(const Call& call) {
-  if (call.window < 1) return "window must be >= 1, got " + std::to_string(call.window);
-  if (NameOf(call.edge)[0] == '\0') {
-    return "unknown edge mode " + std::to_string(static_cast<int>(call.edge));
+  if (std::string problem = CheckWindowAndEdge(call.window, call.edge); !problem.empty()) {
+    return problem;
   }
   if (NameOf(call.dtype)[0] == '\0') {
     return "unsupported dtype " + std::to_string(static_cast<int>(call.dtype));

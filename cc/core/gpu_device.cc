@@ -37,17 +37,25 @@ std::string GpuStatus::Message() const {
   return "CausalMovingAvg: unknown GPU failure (" + what + ")";
 }
 
+namespace {
+
+// Whether the driver runs code of the runtime the kernels were built with; fills the versions.
+bool DriverRunsRuntime(GpuStatus* status) {
+  cudaDriverGetVersion(&status->driver_version);  // 0 where there is no driver
+  status->runtime_version = CUDART_VERSION;
+  return DriverProblem(status->driver_version, status->runtime_version).empty();
+}
+
+}  // namespace
+
 GpuStatus PrepareCurrentGpu(int* sm_count) {
   GpuStatus status;
   int device = 0;
   if ((status.error = cudaGetDevice(&device)) != cudaSuccess) {
     // The driver check explains the commonest cause of a failing first call.
     cudaGetLastError();
-    cudaDriverGetVersion(&status.driver_version);
-    status.runtime_version = CUDART_VERSION;
-    status.step = DriverProblem(status.driver_version, status.runtime_version).empty()
-                      ? GpuStatus::Step::kDeviceQuery
-                      : GpuStatus::Step::kDriver;
+    status.step =
+        DriverRunsRuntime(&status) ? GpuStatus::Step::kDeviceQuery : GpuStatus::Step::kDriver;
     return status;
   }
   constexpr int kMaxDevices = 64;
@@ -56,12 +64,7 @@ GpuStatus PrepareCurrentGpu(int* sm_count) {
     *sm_count = prepared[device].load(std::memory_order_acquire);
     if (*sm_count > 0) return status;
   }
-  if ((status.error = cudaDriverGetVersion(&status.driver_version)) != cudaSuccess) {
-    status.step = GpuStatus::Step::kDeviceQuery;
-    return status;
-  }
-  status.runtime_version = CUDART_VERSION;
-  if (!DriverProblem(status.driver_version, status.runtime_version).empty()) {
+  if (!DriverRunsRuntime(&status)) {
     status.step = GpuStatus::Step::kDriver;
     return status;
   }

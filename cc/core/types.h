@@ -46,9 +46,6 @@ namespace causal_moving_avg {
 enum class Edge : int { CMA_FOR_EACH_EDGE(CMA_ENUMERATOR) };
 enum class DType : int { CMA_FOR_EACH_DTYPE(CMA_ENUMERATOR) };
 #undef CMA_ENUMERATOR
-#define CMA_COUNT(...) +1
-constexpr int kDTypeCount = 0 CMA_FOR_EACH_DTYPE(CMA_COUNT);
-#undef CMA_COUNT
 
 // The C++ type of each dtype for a binding whose 16-bit types are Float16 and Bfloat16 (Eigen's,
 // CUDA's or the host's): the list's order, which the enumerators' values follow.
@@ -63,6 +60,7 @@ static_assert(static_cast<int>(DType::kFloat16) == 0 && static_cast<int>(DType::
 inline constexpr const char* kEdgeNames[] = {CMA_FOR_EACH_EDGE(CMA_NAME)};
 inline constexpr const char* kDTypeNames[] = {CMA_FOR_EACH_DTYPE(CMA_NAME)};
 #undef CMA_NAME
+constexpr int kDTypeCount = sizeof(kDTypeNames) / sizeof(kDTypeNames[0]);
 template <typename Enum>
 struct NamesOf;
 template <>

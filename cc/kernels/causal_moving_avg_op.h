@@ -60,11 +60,13 @@ inline absl::Status ReadAttributes(const ::tensorflow::OpKernelConstruction* ctx
   TF_RETURN_IF_ERROR(ctx->GetAttr("axis", axis));
   std::string edge_name;
   TF_RETURN_IF_ERROR(ctx->GetAttr("edge", &edge_name));
-  if (*window < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("CausalMovingAvg: window must be >= 1, got ", *window));
+  // An unknown name is reported by name, after the window's check (CheckWindowAndEdge's order).
+  const bool known_edge = ParseName(edge_name.c_str(), edge);
+  if (const std::string problem = CheckWindowAndEdge(*window, known_edge ? *edge : Edge::kZeros);
+      !problem.empty()) {
+    return absl::InvalidArgumentError("CausalMovingAvg: " + problem);
   }
-  if (!ParseName(edge_name.c_str(), edge)) {
+  if (!known_edge) {
     return absl::InvalidArgumentError(
         absl::StrCat("CausalMovingAvg: unknown edge '", edge_name, "'"));
   }

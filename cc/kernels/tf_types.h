@@ -3,8 +3,6 @@
 #ifndef CAUSAL_MOVING_AVG_CC_KERNELS_TF_TYPES_H_
 #define CAUSAL_MOVING_AVG_CC_KERNELS_TF_TYPES_H_
 
-#include <type_traits>
-
 #include "Eigen/Core"
 #include "cc/core/types.h"
 
@@ -12,15 +10,6 @@ namespace causal_moving_avg {
 
 template <DType kDType>
 using TfTypeOf = CppTypeOf<Eigen::half, Eigen::bfloat16, kDType>;
-
-// The dtype a TF C++ type stands for.
-template <typename T>
-constexpr DType DTypeOf() {
-#define CMA_MATCH(enumerator, name) \
-  if constexpr (std::is_same_v<T, TfTypeOf<DType::enumerator>>) return DType::enumerator;
-  CMA_FOR_EACH_DTYPE(CMA_MATCH)
-#undef CMA_MATCH
-}
 
 }  // namespace causal_moving_avg
 
