@@ -1,5 +1,5 @@
 """Every way the CPU kernel cuts the work (spans along long sequences, many rows, groups of
-lanes, windows spanning spans, chunks of steps) against the float64 reference, and bitwise
+lanes, windows spanning spans, blocks of the split windows) against the float64 reference, and bitwise
 determinism whatever the number of threads."""
 
 import hashlib
@@ -13,15 +13,15 @@ from causal_moving_avg import causal_moving_avg
 from conftest import CPU_PLAN, reference_by_prefix_sums, reference_moving_avg
 
 # The CPU plan (cc/core/plan.h), as built: spans of max(span_elements / lanes, 4W) steps,
-# units of at most max_unit_lanes channels, single sequences in chunks of chunk_steps steps.
+# units of at most max_unit_lanes channels, windows split at blocks of up to block_steps steps.
 SPAN_ELEMENTS = CPU_PLAN["span_elements"]
-CHUNK = CPU_PLAN["chunk_steps"]
+BLOCK = CPU_PLAN["block_steps"]
 
 
 @pytest.mark.parametrize(
     "shape,window",
     [
-        ((1, 100_000, 1), 3),  # one long sequence: several spans, chunked
+        ((1, 100_000, 1), 3),  # one long sequence: several spans, summed directly
         ((1, 100_000, 1), 300),
         ((500, 50, 1), 7),  # many short rows
         ((3, 2000, 300), 5),  # wide channels: two lane groups (256 + 44)
@@ -39,19 +39,19 @@ def test_sharding_paths_match_reference(shape, window, edge):
 
 
 @pytest.mark.parametrize("window", [1, 3, 50])
-def test_non_finite_at_span_and_chunk_boundaries(window):
+def test_non_finite_at_span_and_block_boundaries(window):
     steps = 3 * SPAN_ELEMENTS + 100
     x = np.random.randn(1, steps, 1)
     positions = [
         0,
-        CHUNK - 1,
-        CHUNK,
+        BLOCK - 1,
+        BLOCK,
         window,
         SPAN_ELEMENTS - 1,
         SPAN_ELEMENTS,
         SPAN_ELEMENTS + window - 1,
         2 * SPAN_ELEMENTS - 2,
-        2 * SPAN_ELEMENTS + CHUNK * 3,
+        2 * SPAN_ELEMENTS + BLOCK * 3,
         steps - 1,
     ]
     for k, p in enumerate(positions):

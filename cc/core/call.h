@@ -24,6 +24,12 @@ struct Call {
   CMA_HOST_DEVICE int64_t Elements() const { return view.outer * view.steps * view.inner; }
 };
 
+// Wc = min(W, steps): a longer window holds no more inputs (those before step 0 are zeros), so
+// this is what the kernels sum; W itself stays the divisor.
+CMA_HOST_DEVICE inline int64_t SummedWindow(const Call& call) {
+  return call.window < call.view.steps ? call.window : call.view.steps;
+}
+
 // The part of CheckCall that needs no input: what a kernel can check when it is built.
 inline std::string CheckWindowAndEdge(int64_t window, Edge edge) {
   if (window < 1) return "window must be >= 1, got " + std::to_string(window);

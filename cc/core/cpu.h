@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -19,6 +20,7 @@
 #include "cc/core/numerics.h"
 #include "cc/core/plan.h"
 #include "cc/core/running_means.h"
+#include "cc/core/split_windows.h"
 #include "cc/core/types.h"
 
 namespace causal_moving_avg {
@@ -113,21 +115,54 @@ class ScopedSubnormals {
 #endif
 };
 
+// Units [begin, end) of the plan by split windows (single 16- or 32-bit sequences with short
+// windows summed directly, in float64). A float64 window whose finite values overflow a partial sum
+// (values of 2^960 or more) has its lane redone by the careful running sums, which keep a scaled
+// copy.
+template <typename T>
+inline void ComputeUnitRange(const Plan& plan, const T* x, T* y, int64_t begin, int64_t end) {
+#if !defined(__CUDA_ARCH__)  // host code (CUDA sources that include this file compile it twice)
+  using Sum = SplitSumOf<T>;
+  const Call& call = plan.call;
+  const int64_t summed = SummedWindow(call);
+  const SplitLayout layout = SplitLayoutFor(summed, plan.unit_lanes);
+  std::vector<Sum> scratch(layout.ScratchSums(plan.unit_lanes));
+  for (int64_t unit = begin; unit < end; ++unit) {
+    const UnitRange r = UnitAt(plan, unit);
+    const int64_t stride = call.view.inner;
+    const int64_t offset = r.row * call.view.steps * stride + r.lane0;
+    const T* ux = x + offset;
+    T* uy = y + offset;
+    if (std::is_same_v<Sum, PlainSum> && r.lanes == 1 && stride == 1 && summed <= kShortWindowMax) {
+      DirectMeans(ux, uy, r.t0, r.t1, call.window, summed, call.edge);
+    } else {
+      SplitWindowMeans(ux, uy, stride, r.lanes, r.t0, r.t1, call.window, summed, call.edge, layout,
+                       scratch.data());
+    }
+    if constexpr (kSumMayOverflow<Sum>) {
+      for (int64_t l = 0; l < r.lanes; ++l) {
+        if (OverflowedInUnit(ux + l, uy + l, stride, r.t0, r.t1, summed)) {
+          RunningMeanCareful<T, Sum>(ux + l, uy + l, stride, r.t0, r.t1, call.window, call.edge);
+        }
+      }
+    }
+  }
+#endif
+}
+
 // Each version of the core: `flatten` inlines the whole unit into it, so all of it is compiled
 // for that version's target.
 template <typename T>
 __attribute__((flatten)) void ComputeUnitsBaseline(const Plan& plan, const T* x, T* y,
                                                    int64_t begin, int64_t end) {
-  SumOf<T> acc[kMaxUnitLanes];
-  for (int64_t unit = begin; unit < end; ++unit) ComputeUnit<T>(plan, x, y, unit, acc);
+  ComputeUnitRange<T>(plan, x, y, begin, end);
 }
 
 #if CMA_HAS_AVX2_VERSION
 template <typename T>
 __attribute__((target("avx2"), flatten)) void ComputeUnitsAvx2(const Plan& plan, const T* x, T* y,
                                                                int64_t begin, int64_t end) {
-  SumOf<T> acc[kMaxUnitLanes];
-  for (int64_t unit = begin; unit < end; ++unit) ComputeUnit<T>(plan, x, y, unit, acc);
+  ComputeUnitRange<T>(plan, x, y, begin, end);
 }
 #endif
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "cc/core/call.h"
 #include "cc/core/numerics.h"
@@ -52,10 +53,8 @@ inline const char* GpuKernelName(GpuKernel kernel) {
 // only the call's description, not its pointers.
 inline int64_t GpuScratchBytes(const Call& call, GpuKernel kernel = GpuKernel::kAuto) {
   if (ResolveGpuKernel(kernel, call.view, call.window) != GpuKernel::kTileScan) return 0;
-  // Sums of float64 inputs are compensated (SumOf<double>), the others plain float64.
-  return call.dtype == DType::kFloat64
-             ? TileSumsBytes<SumOf<double>>(MakeTileScanPlan<SumOf<double>>(call))
-             : TileSumsBytes<SumOf<float>>(MakeTileScanPlan<SumOf<float>>(call));
+  static_assert(std::is_same_v<SumOf<float>, SumOf<double>>, "one sum type for every dtype");
+  return TileSumsBytes<SumOf<double>>(MakeTileScanPlan<SumOf<double>>(call));
 }
 
 // The outcome of preparing a device or launching on it, worded once for every caller (the TF

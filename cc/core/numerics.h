@@ -80,37 +80,32 @@ CMA_HOST_DEVICE inline void TwoProduct(double a, double b, double* product, doub
   *error = ((a_hi * b_hi - *product) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo;
 }
 
-// A running sum in a type much wider than the input: its rounding stays far below the input's.
-template <typename Acc>
+// A float64 sum of 16- or 32-bit inputs: the split windows (split_windows.h) never take a value
+// out of a sum, so its rounding stays relative to the inputs it holds, 29+ bits below theirs.
 struct PlainSum {
-  using Value = Acc;
-  // Its additions may be regrouped (see RunningMeanFast): the rounding stays far below the input's.
-  static constexpr bool kRegroupable = true;
-  Acc sum = Acc(0);
-  CMA_HOST_DEVICE void Add(Acc v) { sum += v; }
-  // Forms the difference first, so the loop-carried dependency is a single add.
-  CMA_HOST_DEVICE void Slide(Acc entering, Acc leaving) { sum += entering - leaving; }
-  // Adds another partial sum (the GPU's scans combine partial sums of consecutive steps).
+  using Value = double;
+  double sum = 0.0;
+  CMA_HOST_DEVICE void Add(double v) { sum += v; }
   CMA_HOST_DEVICE void Merge(const PlainSum& other) { sum += other.sum; }
-  CMA_HOST_DEVICE Acc Get() const { return sum; }
+  CMA_HOST_DEVICE double Get() const { return sum; }
   // The mean for a divisor and its reciprocal: the product with the reciprocal (its float64
   // rounding stays far below the 16- or 32-bit output's, rounded next).
-  CMA_HOST_DEVICE Acc Mean(Acc inv, Acc /*divisor*/) const { return sum * inv; }
-  // The same sum times a power of two (exact, barring overflow and subnormals).
-  CMA_HOST_DEVICE PlainSum Scaled(Acc power_of_two) const { return {sum * power_of_two}; }
+  CMA_HOST_DEVICE double Mean(double inv, double /*divisor*/) const { return sum * inv; }
 };
 
-// Double inputs have no wider hardware type: a compensated (TwoSum) running sum keeps the error
-// at a few ulps of the window's own magnitude, even after much larger values have passed through.
+// A compensated running sum: what each addition rounds away (TwoSum's exact error) is kept in a
+// compensation, itself summed with TwoSum into two parts. So a much larger value that has passed
+// through the sum leaves only the second part's rounding behind, about 2^-106 of the values the
+// compensation holds: the sums of the GPU's kernels (which take values out again), and those of
+// float64 inputs on the CPU.
 struct CompensatedSum {
   using Value = double;
-  static constexpr bool kRegroupable = false;
   double sum = 0.0;
   double compensation = 0.0;
+  double compensation_low = 0.0;
   CMA_HOST_DEVICE void Add(double v) {
     const double total = sum + v;
-    const double v_part = total - sum;
-    compensation += (sum - (total - v_part)) + (v - v_part);
+    Compensate(TwoSumError(sum, v, total));
     sum = total;
   }
   CMA_HOST_DEVICE void Slide(double entering, double leaving) {
@@ -119,11 +114,24 @@ struct CompensatedSum {
   }
   CMA_HOST_DEVICE void Merge(const CompensatedSum& other) {
     Add(other.sum);
-    compensation += other.compensation;
+    Compensate(other.compensation);
+    compensation_low += other.compensation_low;
+  }
+  // The three parts as two: head = fl(sum + compensation) and what that rounded away plus the
+  // low part. After a large value has left, sum and compensation can both be large and cancel:
+  // their exact sum must come first.
+  CMA_HOST_DEVICE void Collapse(double* head, double* tail) const {
+    *head = sum + compensation;
+    *tail = TwoSumError(sum, compensation, *head) + compensation_low;
   }
   // Once an Inf/NaN is in the sum the compensation is NaN; the sum alone is then the answer.
-  CMA_HOST_DEVICE double Get() const { return IsFinite(sum) ? sum + compensation : sum; }
-  // The mean (sum + compensation) / divisor rounded once, as a division of the exact sum would
+  CMA_HOST_DEVICE double Get() const {
+    if (!IsFinite(sum)) return sum;
+    double head, tail;
+    Collapse(&head, &tail);
+    return head + tail;
+  }
+  // The mean (head + tail) / divisor rounded once, as a division of the exact sum would
   // give it, at the cost of multiplications: the product q with the reciprocal can be an ulp off
   // (a constant run of 0.7 over 3 steps would read 0.6999999999999998), so q is corrected by the
   // exact remainder sum - q * divisor (Dekker's product, without FMA, so every ISA gives the same
@@ -133,7 +141,9 @@ struct CompensatedSum {
     const double q = Get() * inv;
     if (!IsFinite(q) || q == 0.0) return q;
     const double scale = Abs(q) > 0x1p995 ? 0x1p-128 : Abs(q) < 0x1p-960 ? 0x1p128 : 1.0;
-    const double scaled_sum = sum * scale, scaled_compensation = compensation * scale;
+    double head, tail;
+    Collapse(&head, &tail);
+    const double scaled_sum = head * scale, scaled_compensation = tail * scale;
     const double scaled_q = q * scale;
     double product, error;
     TwoProduct(scaled_q, divisor, &product, &error);
@@ -141,15 +151,30 @@ struct CompensatedSum {
     return (scaled_q + remainder * inv) / scale;
   }
   CMA_HOST_DEVICE CompensatedSum Scaled(double power_of_two) const {
-    return {sum * power_of_two, compensation * power_of_two};
+    return {sum * power_of_two, compensation * power_of_two, compensation_low * power_of_two};
+  }
+
+ private:
+  // a + b - total exactly, for total = fl(a + b) (Knuth's TwoSum: no ordering needed).
+  CMA_HOST_DEVICE static double TwoSumError(double a, double b, double total) {
+    const double b_part = total - a;
+    return (a - (total - b_part)) + (b - b_part);
+  }
+  CMA_HOST_DEVICE void Compensate(double lost) {
+    const double total = compensation + lost;
+    compensation_low += TwoSumError(compensation, lost, total);
+    compensation = total;
   }
 };
 
-// 16- and 32-bit inputs accumulate in double: a running sum's error, relative to the largest
-// value in its span, then stays 29+ bits below one rounding of the output. 64-bit inputs
-// accumulate in compensated double.
+// The running sums of the GPU's kernels, for every dtype.
 template <typename T>
-using SumOf = std::conditional_t<(sizeof(T) < 8), PlainSum<double>, CompensatedSum>;
+using SumOf = CompensatedSum;
+
+// The sums of the CPU's split windows: float64 for 16- and 32-bit inputs, compensated float64
+// for float64 inputs (a float64 sum of float64 values would round at their own precision).
+template <typename T>
+using SplitSumOf = std::conditional_t<(sizeof(T) < 8), PlainSum, CompensatedSum>;
 
 // Sums of float64 inputs can overflow where their means do not; 16- and 32-bit inputs summed in
 // double cannot (2^63 values of at most 2^128).

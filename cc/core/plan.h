@@ -5,6 +5,7 @@
 #ifndef CAUSAL_MOVING_AVG_CC_CORE_PLAN_H_
 #define CAUSAL_MOVING_AVG_CC_CORE_PLAN_H_
 
+#include <cmath>
 #include <cstdint>
 
 #include "cc/core/call.h"
@@ -51,10 +52,50 @@ inline Plan MakeGpuPlan(const Call& call) {
   return MakePlan(call, /*max_unit_lanes=*/1, kGpuMinSpanSteps);
 }
 
-// The CPU's plan: wide lane groups, spans of about kCpuSpanElements elements.
+// Steps per block of the split windows (split_windows.h): the tails of a block of all of a
+// unit's lanes stay in L2 (about kSplitBlockElements), a block spans at most kSplitBlock steps
+// unless the window is so long that summing its whole blocks for every block would cost more
+// than an eighth of an addition per output, and never more than the window.
+constexpr int64_t kSplitBlock = 256;
+constexpr int64_t kSplitBlockElements = 16384;
+
+// How a unit is cut for its split windows: B steps per block, and the totals of the last `ring`
+// blocks kept per lane (every whole block a window holds, and the block being finished).
+struct SplitLayout {
+  int64_t block;
+  int64_t ring;
+
+  // The sums a unit of `lanes` lanes needs: two blocks of tails, the totals, and per lane the
+  // head and two middle sums; a single lane also stages a block's inputs and heads (float64).
+  int64_t ScratchSums(int64_t lanes) const {
+    return (2 * (block + 1) + ring + 3) * lanes + 2 * block;
+  }
+};
+
+// `window` is the summed window Wc = min(W, steps); `lanes` the plan's lanes per unit.
+inline SplitLayout SplitLayoutFor(int64_t window, int64_t lanes) {
+  const int64_t for_cache = Max64(16, Min64(kSplitBlock, kSplitBlockElements / Max64(1, lanes)));
+  const auto for_long =
+      static_cast<int64_t>(std::ceil(std::sqrt(8.0 * static_cast<double>(window))));
+  const int64_t block = Min64(window, Max64(for_cache, for_long));
+  return {block, CeilDiv(window, block) + 1};
+}
+
+// Sums (of at most 16 bytes) one CPU thread may hold for a unit's split windows.
+constexpr int64_t kSplitScratchSums = int64_t{1} << 17;
+
+// The CPU's plan: wide lane groups (fewer when a long window's split windows need more scratch
+// per lane than kSplitScratchSums allows), spans of about kCpuSpanElements elements.
 inline Plan MakeCpuPlan(const Call& call) {
-  const int64_t unit_lanes = Min64(call.view.inner, kMaxUnitLanes);
-  return MakePlan(call, kMaxUnitLanes, Max64(1, kCpuSpanElements / unit_lanes));
+  int64_t max_lanes = kMaxUnitLanes;
+  const int64_t lanes = Min64(call.view.inner, kMaxUnitLanes);
+  const SplitLayout layout = SplitLayoutFor(SummedWindow(call), lanes);
+  if (layout.ScratchSums(lanes) > kSplitScratchSums) {
+    const int64_t per_lane = layout.ScratchSums(2) - layout.ScratchSums(1);
+    max_lanes = Max64(1, (kSplitScratchSums - layout.ScratchSums(0)) / per_lane);
+  }
+  const int64_t unit_lanes = Min64(call.view.inner, max_lanes);
+  return MakePlan(call, max_lanes, Max64(1, kCpuSpanElements / unit_lanes));
 }
 
 // Where unit `unit` lives: row, steps [t0, t1), and lanes [lane0, lane0 + lanes).

@@ -1,14 +1,13 @@
-// Running sums over a unit of the plan, shared by the CPU and by the GPU's running kernel (wide
-// layouts): O(1) per output whatever W is. Inside a unit a running sum in a wide accumulator
-// (double for 16- and 32-bit inputs, compensated double for 64-bit ones) adds the entering value
-// and takes out the leaving one. A NaN/Inf (or a float64 overflow) poisons a running sum for good,
-// so a lane that meets one is redone by the careful path, which counts non-finite values instead.
+// Running sums over a unit of the plan, for the GPU's running kernel (wide layouts) and float64
+// inputs on the CPU: O(1) per output whatever W is. Inside a unit a compensated running sum adds
+// the entering value and takes out the leaving one. A NaN/Inf (or a float64 overflow) poisons a
+// running sum for good, so a lane that meets one is redone by the careful path, which counts
+// non-finite values instead.
 #ifndef CAUSAL_MOVING_AVG_CC_CORE_RUNNING_MEANS_H_
 #define CAUSAL_MOVING_AVG_CC_CORE_RUNNING_MEANS_H_
 
 #include <cstdint>
 
-#include "cc/core/cpu_fast_paths.h"
 #include "cc/core/history.h"
 #include "cc/core/numerics.h"
 #include "cc/core/plan.h"
@@ -51,25 +50,6 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
       }
     }
   };
-#if !defined(__CUDA_ARCH__)
-  if constexpr (kFixedLanes == 1 && Sum::kRegroupable) {
-    if (stride == 1 && window <= kShortWindowMax) {
-      // Short windows need no running sum. The final window's sum is re-formed for the finite
-      // check (t1 > t >= W here, so that window lies inside the sequence).
-      fill(Min64(t1, history.FirstLeaving()));
-      if (t < t1) {
-        ShortWindowMeans(x, y, t, t1, window, divisors.inv_window);
-        t = t1;
-        acc[0] = Sum();
-        for (int64_t j = history.WindowBegin(t - 1); j < t; ++j) acc[0].Add(static_cast<Acc>(x[j]));
-      }
-    }
-    Acc sum = acc[0].Get();
-    t = InterleavedChunks(x, y, stride, t, t1, divisors, &sum);
-    acc[0] = Sum();
-    acc[0].Add(sum);
-  }
-#endif
   fill(Min64(t1, history.FirstLeaving()));
   // Steady state: one element enters, one leaves.
   const Acc window_divisor = static_cast<Acc>(window);

@@ -20,7 +20,7 @@ constexpr int64_t kTileMaxInner = 32;
 // are in flight together.
 template <typename Sum>
 constexpr int64_t TileItems() {
-  return sizeof(Sum) > 8 ? 4 : 8;
+  return sizeof(Sum) > 16 ? 2 : sizeof(Sum) > 8 ? 4 : 8;
 }
 
 struct TileScanPlan {
@@ -40,7 +40,7 @@ CMA_HOST_DEVICE inline TileScanPlan MakeTileScanPlan(const Call& call) {
   const Geometry& geometry = call.view;
   TileScanPlan plan;
   plan.call = call;
-  plan.summed_window = Min64(call.window, geometry.steps);
+  plan.summed_window = SummedWindow(call);
   plan.threads_per_lane = kTileThreads / geometry.inner;
   plan.tile_steps = plan.threads_per_lane * TileItems<Sum>();
   plan.tiles_per_row = CeilDiv(geometry.steps, plan.tile_steps);

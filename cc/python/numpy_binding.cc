@@ -98,7 +98,7 @@ PYBIND11_MODULE(_numpy_core, m) {
   py::dict plan;
   plan["span_elements"] = cma::kCpuSpanElements;
   plan["max_unit_lanes"] = cma::kMaxUnitLanes;
-  plan["chunk_steps"] = cma::kCpuChunkSteps;
+  plan["block_steps"] = cma::kSplitBlock;
   plan["short_window_max"] = cma::kShortWindowMax;
   plan["reciprocal_steps"] = cma::kReciprocalSteps;
   m.attr("CPU_PLAN") = plan;

@@ -115,8 +115,29 @@ void TileScanOnHost(cma::Geometry g, int64_t window, cma::Edge edge, const T* x,
 }
 
 // What a case does to its normal(100, 10) inputs: adds NaN/Inf or pairs near the largest double,
-// or scales them below 2^-958 (where a sum scaled by 2^-64 would lose their bits) and adds those.
-enum class Extra { kNone, kSpecials, kHuge, kTinySpecials, kTinyHuge };
+// or scales them below 2^-958 (where a sum scaled by 2^-64 would lose their bits) and adds those;
+// or adds spikes and sentinels (1e30, the type's largest value, 1e9, -999999) that the windows
+// after them must not feel.
+enum class Extra { kNone, kSpecials, kHuge, kTinySpecials, kTinyHuge, kSpikes };
+
+// The plan's units as the GPU's running kernel runs them (one thread per unit), on the host.
+template <typename T>
+void RunningUnitsOnHost(const cma::Plan& plan, const T* x, T* y, int64_t begin, int64_t end) {
+  for (int64_t unit = begin; unit < end; ++unit) {
+    cma::SumOf<T> acc;
+    cma::ComputeUnit<T>(plan, x, y, unit, &acc);
+  }
+}
+
+// All of a plan's units: the CPU's (cpu) or the GPU's running kernel's.
+template <typename T>
+void RunPlan(bool cpu, const cma::Plan& plan, const T* x, T* y) {
+  if (cpu) {
+    cma::ComputeUnits<T>(plan, x, y, 0, plan.num_units);
+  } else {
+    RunningUnitsOnHost<T>(plan, x, y, 0, plan.num_units);
+  }
+}
 
 template <typename T>
 void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, Extra extra, std::mt19937_64& rng) {
@@ -138,6 +159,13 @@ void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, Extra extra, std
       if (i + g.inner < n) x64[i + g.inner] = x64[i];
     }
   }
+  if (extra == Extra::kSpikes && n > 0) {
+    // float's largest value for both types (the common sentinel); float64's own overflows a
+    // window's sum, which the "huge" cases check.
+    const double float_max = std::numeric_limits<float>::max();
+    const double spikes[] = {1e30, -float_max, 1e9, -999999.0, float_max};
+    for (int k = 0; k < 6; ++k) x64[rng() % n] = spikes[k % 5];
+  }
   std::vector<T> x(x64.begin(), x64.end());
   std::vector<double> abs_x(n);
   for (int64_t i = 0; i < n; ++i) abs_x[i] = std::fabs(x64[i]);
@@ -147,7 +175,7 @@ void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, Extra extra, std
   // Tiny cases allow only the output's own rounding when it is subnormal (half of 2^-1074): a
   // larger floor would hide every bit a sum scaled by 2^-64 loses.
   const long double floor = tiny ? std::ldexp(1.0L, -1075) : 1e-300L;
-  const char* extra_names[] = {"", " specials", " huge", " tiny specials", " tiny huge"};
+  const char* extra_names[] = {"", " specials", " huge", " tiny specials", " tiny huge", " spikes"};
   char label[160];
   std::snprintf(label, sizeof(label), "%s [%lld,%lld,%lld] W=%lld %s%s",
                 sizeof(T) == 8 ? "f64" : "f32", (long long)g.outer, (long long)g.steps,
@@ -159,17 +187,23 @@ void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, Extra extra, std
       [&] { return cma::MakeCpuPlan(CallOf<T>(g, window, edge)); },
       [&] { return cma::MakeGpuPlan(CallOf<T>(g, window, edge)); },
   };
-  const char* plan_names[] = {"cpu-plan", "gpu-plan"};
+  // The CPU's split windows, and the GPU's running kernel emulated on the host.
+  const char* plan_names[] = {"cpu", "gpu-running"};
+  const auto run = [&](int p, const cma::Plan& plan, T* y, int64_t begin, int64_t end) {
+    if (p == 0) {
+      cma::ComputeUnits<T>(plan, x.data(), y, begin, end);
+    } else {
+      RunningUnitsOnHost<T>(plan, x.data(), y, begin, end);
+    }
+  };
   for (int p = 0; p < 2; ++p) {
     const cma::Plan plan = plans[p]();
     std::vector<T> y(n, static_cast<T>(NAN));
-    cma::ComputeUnits<T>(plan, x.data(), y.data(), 0, plan.num_units);
+    run(p, plan, y.data(), 0, plan.num_units);
     Expect(std::string(plan_names[p]) + " " + label, y, want, magnitude, tolerance, floor);
     // Units are independent: any split and order gives bitwise the same output.
     std::vector<T> reversed(n, static_cast<T>(0));
-    for (int64_t u = plan.num_units - 1; u >= 0; --u) {
-      cma::ComputeUnits<T>(plan, x.data(), reversed.data(), u, u + 1);
-    }
+    for (int64_t u = plan.num_units - 1; u >= 0; --u) run(p, plan, reversed.data(), u, u + 1);
     const bool same = std::memcmp(y.data(), reversed.data(), n * sizeof(T)) == 0;
     if (same) {
       ++passed;
@@ -211,12 +245,13 @@ void CheckCarefulPathKeepsFloat64Bits(std::mt19937_64& rng) {
     for (auto& v : x) v = std::ldexp(rng() % 2 ? uniform(rng) : -uniform(rng), -957);
     std::vector<double> poisoned = x;
     poisoned[steps - 1] = NAN;  // only the last output's window holds it
-    for (const cma::Plan& plan :
-         {cma::MakeCpuPlan(CallOf<double>({1, steps, 1}, window, cma::Edge::kZeros)),
-          cma::MakeGpuPlan(CallOf<double>({1, steps, 1}, window, cma::Edge::kZeros))}) {
+    for (const bool cpu : {true, false}) {
+      const cma::Geometry g{1, steps, 1};
+      const cma::Plan plan = cpu ? cma::MakeCpuPlan(CallOf<double>(g, window, cma::Edge::kZeros))
+                                 : cma::MakeGpuPlan(CallOf<double>(g, window, cma::Edge::kZeros));
       std::vector<double> fast(steps), careful(steps);
-      cma::ComputeUnits<double>(plan, x.data(), fast.data(), 0, plan.num_units);
-      cma::ComputeUnits<double>(plan, poisoned.data(), careful.data(), 0, plan.num_units);
+      RunPlan<double>(cpu, plan, x.data(), fast.data());
+      RunPlan<double>(cpu, plan, poisoned.data(), careful.data());
       if (std::memcmp(fast.data(), careful.data(), (steps - 1) * sizeof(double)) == 0) {
         ++passed;
       } else {
@@ -247,9 +282,9 @@ void CheckNonFiniteJustBeforeUnits(std::mt19937_64& rng) {
           std::vector<double> abs_x(x.size());
           for (size_t i = 0; i < x.size(); ++i) abs_x[i] = std::fabs(x[i]);
           std::vector<double> y(x.size(), 7777.0);
-          cma::ComputeUnits<double>(plan, x.data(), y.data(), 0, plan.num_units);
+          RunPlan<double>(cpu, plan, x.data(), y.data());
           std::vector<float> x32(x.begin(), x.end()), y32(x.size(), 7777.0f);
-          cma::ComputeUnits<float>(plan, x32.data(), y32.data(), 0, plan.num_units);
+          RunPlan<float>(cpu, plan, x32.data(), y32.data());
           const auto want = Reference(x, g, window, cma::Edge::kZeros);
           const auto magnitude = Reference(abs_x, g, window, cma::Edge::kZeros);
           const std::string label = std::string(cpu ? "cpu" : "gpu") +
@@ -319,8 +354,8 @@ void CheckConstantRunsExact() {
             const cma::Plan plan = cpu ? cma::MakeCpuPlan(CallOf<T>(g, window, edge))
                                        : cma::MakeGpuPlan(CallOf<T>(g, window, edge));
             std::vector<T> y(n, static_cast<T>(NAN));
-            cma::ComputeUnits<T>(plan, x.data(), y.data(), 0, plan.num_units);
-            outputs.emplace_back(cpu ? "cpu-plan" : "gpu-plan", y);
+            RunPlan<T>(cpu, plan, x.data(), y.data());
+            outputs.emplace_back(cpu ? "cpu" : "gpu-running", y);
           }
           std::vector<T> direct(n, static_cast<T>(NAN));
           for (int64_t first = 0; first < 256; ++first) {
@@ -437,15 +472,18 @@ struct TestCase {
 // holds); then the single checks.
 std::vector<TestCase> AllCases() {
   std::vector<TestCase> cases;
-  const char* extra_names[] = {"plain", "specials", "huge", "tiny_specials", "tiny_huge"};
+  const char* extra_names[] = {"plain", "specials", "huge", "tiny_specials", "tiny_huge", "spikes"};
   for (const bool f64 : {false, true}) {
     for (const auto& edge_and_name :
          {std::pair{cma::Edge::kZeros, "zeros"}, std::pair{cma::Edge::kPartial, "partial"}}) {
       const cma::Edge edge = edge_and_name.first;  // a plain variable: C++17 lambdas capture it
       const char* edge_name = edge_and_name.second;
-      for (const Extra extra :
-           {Extra::kNone, Extra::kSpecials, Extra::kHuge, Extra::kTinySpecials, Extra::kTinyHuge}) {
-        if (!f64 && extra != Extra::kNone && extra != Extra::kSpecials) continue;
+      for (const Extra extra : {Extra::kNone, Extra::kSpecials, Extra::kHuge, Extra::kTinySpecials,
+                                Extra::kTinyHuge, Extra::kSpikes}) {
+        if (!f64 &&
+            (extra == Extra::kHuge || extra == Extra::kTinySpecials || extra == Extra::kTinyHuge)) {
+          continue;
+        }
         const std::string name = std::string("reference/") + (f64 ? "float64/" : "float32/") +
                                  edge_name + "/" + extra_names[static_cast<int>(extra)];
         cases.push_back({name, [f64, edge, extra](std::mt19937_64& rng) {

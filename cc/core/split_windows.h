@@ -1,0 +1,317 @@
+// Window sums that never take a value out again ("split windows"), the CPU's path for 16- and
+// 32-bit inputs. The steps of a unit are cut into blocks of B steps, and the window of step t is
+// split into three parts, each summed in float64 from its own inputs:
+//
+//   the tail of an earlier block a  +  the whole blocks a+1 .. b-1  +  the head of t's block b
+//
+// The tails of a block (its sums from each step to its end) and the head (the running sum since
+// b began) are prefix sums, a whole block is its total, and nothing is ever subtracted. So an
+// output's error is that of summing its own window: a value that has left the window leaves no
+// trace, a NaN/Inf reaches exactly the outputs whose window holds it, and a constant run is
+// exact. The cost stays O(1) per output: each input is read twice (once into a head, once into
+// the tails), as a running sum reads it entering and leaving. Host only.
+#ifndef CAUSAL_MOVING_AVG_CC_CORE_SPLIT_WINDOWS_H_
+#define CAUSAL_MOVING_AVG_CC_CORE_SPLIT_WINDOWS_H_
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "cc/core/cpu_fast_paths.h"
+#include "cc/core/history.h"
+#include "cc/core/numerics.h"
+#include "cc/core/plan.h"
+#include "cc/core/types.h"
+
+#if !defined(__CUDA_ARCH__)
+
+namespace causal_moving_avg {
+
+// Lanes whose float64 sums the wide paths hold in registers at a time.
+constexpr int64_t kSplitLaneChunk = 16;
+
+// floor(a / b) for b > 0.
+inline int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// Where the window of each step of a unit begins, in blocks of the unit: block c covers steps
+// [t0 + c B, t0 + c B + B) (c < 0 before the unit; steps before the sequence hold zeros).
+struct SplitBlocks {
+  int64_t t0;
+  int64_t block;   // B
+  int64_t window;  // the summed window (>= B)
+
+  int64_t FirstStep(int64_t c) const { return t0 + c * block; }
+  // The block whose tail begins step t's window, and where in it: the window of t is block a
+  // from step `offset` on (offset in [1, B]: B takes nothing from a), the blocks after a, and
+  // the head of t's block.
+  int64_t TailBlock(int64_t t) const { return FloorDiv(t - window - t0, block); }
+  int64_t TailOffset(int64_t t) const { return t - window + 1 - t0 - TailBlock(t) * block; }
+};
+
+// One lane of values of block c into vals[0, B) as float64, zeros before the sequence.
+template <typename T>
+inline void LoadBlock(const T* __restrict__ x, const SplitBlocks& blocks, int64_t c,
+                      double* __restrict__ vals) {
+  const int64_t first = blocks.FirstStep(c);
+  const int64_t zeros = Min64(blocks.block, Max64(0, -first));
+  for (int64_t k = 0; k < zeros; ++k) vals[k] = 0.0;
+  for (int64_t k = zeros; k < blocks.block; ++k) vals[k] = static_cast<double>(x[first + k]);
+}
+
+// Four inputs as float64. (By pointer: a returned 32-byte vector would warn about the ABI.)
+template <typename T>
+inline void Load4(const T* x, Float64x4* v) {
+  *v = Float64x4{static_cast<double>(x[0]), static_cast<double>(x[1]), static_cast<double>(x[2]),
+                 static_cast<double>(x[3])};
+}
+
+// Inclusive prefix sums of x[0, n) in float64 into out. Four steps per vector, scanned by two
+// shifted additions; two vectors per round, so the carry between rounds costs one addition per
+// eight steps. A fixed order of operations: every version of the core gives the same bits.
+template <typename T>
+inline void PrefixSums(const T* __restrict__ x, int64_t n, double* __restrict__ out) {
+  const Float64x4 zero = {0.0, 0.0, 0.0, 0.0};
+  Float64x4 carry = zero;
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    Float64x4 u, v;
+    Load4(x + k, &u);
+    Load4(x + k + 4, &v);
+    u += __builtin_shufflevector(u, zero, 4, 0, 1, 2);
+    v += __builtin_shufflevector(v, zero, 4, 0, 1, 2);
+    u += __builtin_shufflevector(u, zero, 4, 4, 0, 1);
+    v += __builtin_shufflevector(v, zero, 4, 4, 0, 1);
+    const Float64x4 u_total = __builtin_shufflevector(u, u, 3, 3, 3, 3);
+    const Float64x4 v_total = __builtin_shufflevector(v, v, 3, 3, 3, 3);
+    u += carry;
+    v += carry + u_total;
+    carry += u_total + v_total;
+    std::memcpy(out + k, &u, sizeof u);
+    std::memcpy(out + k + 4, &v, sizeof v);
+  }
+  double running = carry[0];
+  for (; k < n; ++k) out[k] = running = running + static_cast<double>(x[k]);
+}
+
+// Suffix sums: tails[k] = x[k] + ... + x[n - 1] in float64 for k < n, and tails[n] = 0; as
+// PrefixSums, from the end.
+template <typename T>
+inline void SuffixSums(const T* __restrict__ x, int64_t n, double* __restrict__ tails) {
+  const Float64x4 zero = {0.0, 0.0, 0.0, 0.0};
+  tails[n] = 0.0;
+  int64_t k = n;
+  double running = 0.0;
+  for (; k % 8 != 0; --k) tails[k - 1] = running = static_cast<double>(x[k - 1]) + running;
+  Float64x4 carry = {running, running, running, running};
+  for (; k >= 8; k -= 8) {
+    Float64x4 u, v;  // u the later four steps
+    Load4(x + k - 4, &u);
+    Load4(x + k - 8, &v);
+    u += __builtin_shufflevector(u, zero, 1, 2, 3, 4);
+    v += __builtin_shufflevector(v, zero, 1, 2, 3, 4);
+    u += __builtin_shufflevector(u, zero, 2, 3, 4, 4);
+    v += __builtin_shufflevector(v, zero, 2, 3, 4, 4);
+    const Float64x4 u_total = __builtin_shufflevector(u, u, 0, 0, 0, 0);
+    const Float64x4 v_total = __builtin_shufflevector(v, v, 0, 0, 0, 0);
+    u += carry;
+    v += carry + u_total;
+    carry += u_total + v_total;
+    std::memcpy(tails + k - 4, &u, sizeof u);
+    std::memcpy(tails + k - 8, &v, sizeof v);
+  }
+}
+
+// Means of steps [t0, t1) of `lanes` contiguous lanes (consecutive steps `stride` apart), by
+// split windows of Sum (SplitSumOf<T>): `window` is W (the divisor's), `summed` = min(W, steps),
+// `layout` the plan's SplitLayoutFor(summed, unit lanes), and `scratch` holds
+// layout.ScratchSums(lanes) sums. kMiddle: whether windows hold whole blocks (summed > B).
+template <bool kMiddle, typename Sum, typename T>
+void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stride, int64_t lanes,
+                        int64_t t0, int64_t t1, int64_t window, int64_t summed, Edge edge,
+                        const SplitLayout& layout, Sum* __restrict__ scratch) {
+  const InverseDivisors<double> divisors(edge, window);
+  const int64_t B = layout.block, R = layout.ring;
+  const SplitBlocks blocks{t0, B, summed};
+  Sum* tails[2] = {scratch, scratch + (B + 1) * lanes};  // tails of blocks of each parity
+  Sum* totals = scratch + 2 * (B + 1) * lanes;           // block c's in slot c mod R
+  Sum* head = totals + R * lanes;
+  Sum* middle[2] = {head + lanes, head + 2 * lanes};  // the whole blocks after a0, a0 + 1
+  const auto slot = [R](int64_t c) { return ((c % R) + R) % R; };
+  // A single float64-summed sequence runs vectorised scans over each block (PrefixSums).
+  constexpr bool kPlain = std::is_same_v<Sum, PlainSum>;
+  const bool one_lane = kPlain && lanes == 1 && stride == 1;
+  double* staged = reinterpret_cast<double*>(head + 3 * lanes);  // one lane: inputs, heads
+  const auto as_doubles = [](Sum* sums) { return reinterpret_cast<double*>(sums); };
+
+  // Block c's tails into tails[c & 1]: row k holds each lane's sum from step k of c on.
+  const auto fill_tails = [&](int64_t c) {
+    Sum* out = tails[c & 1];
+    const int64_t first = blocks.FirstStep(c);
+    if constexpr (kPlain) {
+      if (one_lane) {
+        if (first >= 0) return SuffixSums(x + first, B, as_doubles(out));
+        LoadBlock(x, blocks, c, staged);  // reaches before the sequence: zeros there
+        return SuffixSums(staged, B, as_doubles(out));
+      }
+    }
+    const int64_t zeros = Min64(B, Max64(0, -first));  // rows before the sequence
+    for (int64_t l = 0; l < lanes; ++l) out[B * lanes + l] = Sum();
+    int64_t l0 = 0;
+    if constexpr (kPlain) {
+      // Sixteen lanes at a time, their sums held in registers down the block.
+      for (; l0 + kSplitLaneChunk <= lanes; l0 += kSplitLaneChunk) {
+        double sums[kSplitLaneChunk] = {};
+        for (int64_t k = B - 1; k >= zeros; --k) {
+          const T* xs = x + (first + k) * stride + l0;
+          double* row = as_doubles(out + k * lanes + l0);
+          for (int64_t l = 0; l < kSplitLaneChunk; ++l) {
+            sums[l] += static_cast<double>(xs[l]);
+            row[l] = sums[l];
+          }
+        }
+      }
+    }
+    for (int64_t k = B - 1; k >= zeros && l0 < lanes; --k) {
+      Sum* row = out + k * lanes;
+      const T* xs = x + (first + k) * stride;
+      for (int64_t l = l0; l < lanes; ++l) {
+        row[l] = row[lanes + l];
+        row[l].Add(static_cast<double>(xs[l]));
+      }
+    }
+    for (int64_t k = zeros - 1; k >= 0; --k) {
+      for (int64_t l = 0; l < lanes; ++l) out[k * lanes + l] = out[zeros * lanes + l];
+    }
+  };
+  // The total of a whole block before the unit (the unit's own blocks keep their heads').
+  const auto fill_total = [&](int64_t c) {
+    Sum* out = totals + slot(c) * lanes;
+    for (int64_t l = 0; l < lanes; ++l) out[l] = Sum();
+    const int64_t first = blocks.FirstStep(c);
+    for (int64_t k = Max64(0, -first); k < B; ++k) {
+      const T* xs = x + (first + k) * stride;
+      for (int64_t l = 0; l < lanes; ++l) out[l].Add(static_cast<double>(xs[l]));
+    }
+  };
+
+  // What the first block's windows reach before the unit.
+  const int64_t first_tail = blocks.TailBlock(t0);
+  if constexpr (kMiddle) {
+    for (int64_t c = first_tail + 1; c < 0; ++c) fill_total(c);
+  }
+  fill_tails(first_tail);
+  int64_t tails_done = first_tail;
+
+  for (int64_t b = 0; blocks.FirstStep(b) < t1; ++b) {
+    const int64_t begin = blocks.FirstStep(b), end = Min64(t1, begin + B);
+    const int64_t a0 = blocks.TailBlock(begin);
+    // The first step whose window begins in block a0 + 1 (none in b when W is a multiple of B;
+    // else a0 + 1 < b).
+    const int64_t switch_at = Min64(end, blocks.FirstStep(a0 + 1) + summed);
+    if (switch_at < end && a0 + 1 > tails_done) fill_tails(tails_done = a0 + 1);
+    if constexpr (kMiddle) {
+      // The whole blocks after a0 + 1, then after a0 (this order for every block and lane).
+      for (int64_t l = 0; l < lanes; ++l) middle[1][l] = Sum();
+      for (int64_t c = a0 + 2; c < b; ++c) {
+        const Sum* total = totals + slot(c) * lanes;
+        for (int64_t l = 0; l < lanes; ++l) middle[1][l].Merge(total[l]);
+      }
+      const Sum* total = totals + slot(a0 + 1) * lanes;
+      for (int64_t l = 0; l < lanes; ++l) {
+        middle[0][l] = middle[1][l];
+        if (a0 + 1 < b) middle[0][l].Merge(total[l]);
+      }
+    }
+
+    if (one_lane) {
+      if constexpr (kPlain) {
+        double* heads = staged + B;
+        const int64_t n = end - begin;
+        PrefixSums(x + begin, n, heads);
+        for (int64_t part = 0; part < 2; ++part) {
+          const int64_t from = part == 0 ? begin : switch_at, to = part == 0 ? switch_at : end;
+          if (from >= to) continue;
+          // tail[k] for step begin + k: block a's tail from the step where that window begins.
+          const double* tail =
+              as_doubles(tails[(a0 + part) & 1]) + blocks.TailOffset(from) - (from - begin);
+          const double mid = kMiddle ? middle[part][0].sum : 0.0;
+          int64_t k = from - begin;
+          for (const int64_t grow_end = k + divisors.GrowingSteps(from, to - from); k < grow_end;
+               ++k) {
+            y[begin + k] = RoundTo<T>(((tail[k] + mid) + heads[k]) * divisors.At(begin + k));
+          }
+          const double inv = divisors.inv_window;
+          if constexpr (kMiddle) {
+            for (; k < to - begin; ++k) {
+              y[begin + k] = RoundTo<T>(((tail[k] + mid) + heads[k]) * inv);
+            }
+          } else {
+            for (; k < to - begin; ++k) y[begin + k] = RoundTo<T>((tail[k] + heads[k]) * inv);
+          }
+        }
+        if (n == B) totals[slot(b)].sum = heads[B - 1];
+      }
+    } else {
+      for (int64_t l = 0; l < lanes; ++l) head[l] = Sum();
+      for (int64_t part = 0; part < 2; ++part) {
+        const int64_t from = part == 0 ? begin : switch_at, to = part == 0 ? switch_at : end;
+        if (from >= to) continue;
+        const Sum* tail = tails[(a0 + part) & 1] + blocks.TailOffset(from) * lanes;
+        const Sum* mid = middle[part];
+        const int64_t grow_end = from + divisors.GrowingSteps(from, to - from);
+        const int64_t l0 = 0;
+        for (int64_t t = from; t < to && l0 < lanes; ++t, tail += lanes) {
+          const double inv = t < grow_end ? divisors.At(t) : divisors.inv_window;
+          const double divisor = divisors.DivisorAt(t);
+          const T* xt = x + t * stride;
+          T* yt = y + t * stride;
+          for (int64_t l = l0; l < lanes; ++l) {
+            head[l].Add(static_cast<double>(xt[l]));
+            Sum sum = tail[l];
+            if constexpr (kMiddle) sum.Merge(mid[l]);
+            sum.Merge(head[l]);
+            yt[l] = RoundTo<T>(sum.Mean(inv, divisor));
+          }
+        }
+      }
+      if (end - begin == B) {
+        Sum* total = totals + slot(b) * lanes;
+        for (int64_t l = 0; l < lanes; ++l) total[l] = head[l];
+      }
+    }
+    // The next block's windows begin in block a0 + 1.
+    if (a0 + 1 > tails_done && end < t1) fill_tails(tails_done = a0 + 1);
+  }
+}
+
+// Whether a float64 lane's split windows may have overflowed over steps [t0, t1): an output that
+// is not finite while the inputs its windows reach hold a value of 2^960 or more (finite values
+// whose partial sums can overflow where the window's mean does not).
+template <typename T>
+bool OverflowedInUnit(const T* x, const T* y, int64_t stride, int64_t t0, int64_t t1,
+                      int64_t summed) {
+  bool non_finite = false;
+  for (int64_t t = t0; t < t1; ++t) non_finite |= !IsFinite(static_cast<double>(y[t * stride]));
+  if (!non_finite) return false;
+  for (int64_t t = Max64(0, t0 - summed + 1); t < t1; ++t) {
+    if (Abs(static_cast<double>(x[t * stride])) >= kBigFrom) return true;
+  }
+  return false;
+}
+
+template <typename Sum, typename T>
+void SplitWindowMeans(const T* __restrict__ x, T* __restrict__ y, int64_t stride, int64_t lanes,
+                      int64_t t0, int64_t t1, int64_t window, int64_t summed, Edge edge,
+                      const SplitLayout& layout, Sum* __restrict__ scratch) {
+  if (summed > layout.block) {
+    SplitWindowMeansOf<true>(x, y, stride, lanes, t0, t1, window, summed, edge, layout, scratch);
+  } else {
+    SplitWindowMeansOf<false>(x, y, stride, lanes, t0, t1, window, summed, edge, layout, scratch);
+  }
+}
+
+}  // namespace causal_moving_avg
+
+#endif  // !defined(__CUDA_ARCH__)
+
+#endif  // CAUSAL_MOVING_AVG_CC_CORE_SPLIT_WINDOWS_H_
