@@ -6,8 +6,6 @@
 #define CAUSAL_MOVING_AVG_CC_CORE_CPU_FAST_PATHS_H_
 
 #include <cstdint>
-#include <cstring>
-#include <type_traits>
 
 #include "cc/core/history.h"
 #include "cc/core/numerics.h"
@@ -70,11 +68,12 @@ template <typename T>
 inline void DirectMeans(const T* __restrict__ x, T* __restrict__ y, int64_t t0, int64_t t1,
                         int64_t window, int64_t summed, Edge edge) {
   const InverseDivisors<double> divisors(edge, window);
+  const LaneHistory history{summed};
   const int64_t filling_end = Min64(t1, summed < window ? t1 : window);
   int64_t t = t0;
   for (; t < filling_end; ++t) {
     double sum = 0.0;
-    for (int64_t j = t; j >= 0 && j > t - summed; --j) sum += static_cast<double>(x[j]);
+    for (int64_t j = t; j >= history.WindowBegin(t); --j) sum += static_cast<double>(x[j]);
     y[t] = RoundTo<T>(sum * divisors.At(t));
   }
   if (t < t1) ShortWindowMeans(x, y, t, t1, window, divisors.inv_window);

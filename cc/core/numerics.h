@@ -333,16 +333,9 @@ struct InverseDivisors {
   }
 
 #if !defined(__CUDA_ARCH__)
-  // How many of steps [t, t + n) grow (they come first), and their reciprocals: from the table
-  // while it reaches, else divided into `buffer` (n entries) in a loop that vectorises.
+  // How many of steps [t, t + n) grow (they come first).
   int64_t GrowingSteps(int64_t t, int64_t n) const {
     return edge == Edge::kPartial ? Max64(0, Min64(n, window - t)) : 0;
-  }
-  const Acc* GrowingReciprocals(int64_t t, int32_t n, Acc* buffer) const {
-    if (t + n <= kReciprocalSteps) return StepReciprocals<Acc>() + t;
-    const Acc first_divisor = static_cast<Acc>(t + 1);  // t + 1 + k is exact in Acc
-    for (int32_t k = 0; k < n; ++k) buffer[k] = Acc(1) / (first_divisor + static_cast<Acc>(k));
-    return buffer;
   }
 #endif
 };

@@ -1,6 +1,7 @@
-// Window sums that never take a value out again ("split windows"), the CPU's path for 16- and
-// 32-bit inputs. The steps of a unit are cut into blocks of B steps, and the window of step t is
-// split into three parts, each summed in float64 from its own inputs:
+// Window sums that never take a value out again ("split windows"), the CPU's path for every
+// dtype. The steps of a unit are cut into blocks of B steps, and the window of step t is split
+// into three parts, each summed from its own inputs (in float64 for 16- and 32-bit inputs, in
+// compensated float64 for float64 ones):
 //
 //   the tail of an earlier block a  +  the whole blocks a+1 .. b-1  +  the head of t's block b
 //
@@ -41,6 +42,11 @@ struct SplitBlocks {
   int64_t window;  // the summed window (>= B)
 
   int64_t FirstStep(int64_t c) const { return t0 + c * block; }
+  // How many of block c's first steps lie before the sequence (LaneHistory's start).
+  int64_t StepsBefore(int64_t c) const {
+    const int64_t first = FirstStep(c);
+    return Min64(block, Max64(0, LaneHistory{window}.SequenceStart(first) - first));
+  }
   // The block whose tail begins step t's window, and where in it: the window of t is block a
   // from step `offset` on (offset in [1, B]: B takes nothing from a), the blocks after a, and
   // the head of t's block.
@@ -53,7 +59,7 @@ template <typename T>
 inline void LoadBlock(const T* __restrict__ x, const SplitBlocks& blocks, int64_t c,
                       double* __restrict__ vals) {
   const int64_t first = blocks.FirstStep(c);
-  const int64_t zeros = Min64(blocks.block, Max64(0, -first));
+  const int64_t zeros = blocks.StepsBefore(c);
   for (int64_t k = 0; k < zeros; ++k) vals[k] = 0.0;
   for (int64_t k = zeros; k < blocks.block; ++k) vals[k] = static_cast<double>(x[first + k]);
 }
@@ -63,6 +69,16 @@ template <typename T>
 inline void Load4(const T* x, Float64x4* v) {
   *v = Float64x4{static_cast<double>(x[0]), static_cast<double>(x[1]), static_cast<double>(x[2]),
                  static_cast<double>(x[3])};
+}
+
+// The carry between two scanned vectors and what came before them: u (scanned first) gets the
+// carry, v the carry and u's total, and the carry takes both totals (one addition on the carry's
+// path per eight steps).
+inline void AddCarry(Float64x4 u_total, Float64x4 v_total, Float64x4* u, Float64x4* v,
+                     Float64x4* carry) {
+  *u += *carry;
+  *v += *carry + u_total;
+  *carry += u_total + v_total;
 }
 
 // Inclusive prefix sums of x[0, n) in float64 into out. Four steps per vector, scanned by two
@@ -81,11 +97,8 @@ inline void PrefixSums(const T* __restrict__ x, int64_t n, double* __restrict__ 
     v += __builtin_shufflevector(v, zero, 4, 0, 1, 2);
     u += __builtin_shufflevector(u, zero, 4, 4, 0, 1);
     v += __builtin_shufflevector(v, zero, 4, 4, 0, 1);
-    const Float64x4 u_total = __builtin_shufflevector(u, u, 3, 3, 3, 3);
-    const Float64x4 v_total = __builtin_shufflevector(v, v, 3, 3, 3, 3);
-    u += carry;
-    v += carry + u_total;
-    carry += u_total + v_total;
+    AddCarry(__builtin_shufflevector(u, u, 3, 3, 3, 3), __builtin_shufflevector(v, v, 3, 3, 3, 3),
+             &u, &v, &carry);
     std::memcpy(out + k, &u, sizeof u);
     std::memcpy(out + k + 4, &v, sizeof v);
   }
@@ -111,11 +124,8 @@ inline void SuffixSums(const T* __restrict__ x, int64_t n, double* __restrict__ 
     v += __builtin_shufflevector(v, zero, 1, 2, 3, 4);
     u += __builtin_shufflevector(u, zero, 2, 3, 4, 4);
     v += __builtin_shufflevector(v, zero, 2, 3, 4, 4);
-    const Float64x4 u_total = __builtin_shufflevector(u, u, 0, 0, 0, 0);
-    const Float64x4 v_total = __builtin_shufflevector(v, v, 0, 0, 0, 0);
-    u += carry;
-    v += carry + u_total;
-    carry += u_total + v_total;
+    AddCarry(__builtin_shufflevector(u, u, 0, 0, 0, 0), __builtin_shufflevector(v, v, 0, 0, 0, 0),
+             &u, &v, &carry);
     std::memcpy(tails + k - 4, &u, sizeof u);
     std::memcpy(tails + k - 8, &v, sizeof v);
   }
@@ -149,12 +159,12 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
     const int64_t first = blocks.FirstStep(c);
     if constexpr (kPlain) {
       if (one_lane) {
-        if (first >= 0) return SuffixSums(x + first, B, as_doubles(out));
+        if (blocks.StepsBefore(c) == 0) return SuffixSums(x + first, B, as_doubles(out));
         LoadBlock(x, blocks, c, staged);  // reaches before the sequence: zeros there
         return SuffixSums(staged, B, as_doubles(out));
       }
     }
-    const int64_t zeros = Min64(B, Max64(0, -first));  // rows before the sequence
+    const int64_t zeros = blocks.StepsBefore(c);  // rows before the sequence
     for (int64_t l = 0; l < lanes; ++l) out[B * lanes + l] = Sum();
     int64_t l0 = 0;
     if constexpr (kPlain) {
@@ -188,7 +198,7 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
     Sum* out = totals + slot(c) * lanes;
     for (int64_t l = 0; l < lanes; ++l) out[l] = Sum();
     const int64_t first = blocks.FirstStep(c);
-    for (int64_t k = Max64(0, -first); k < B; ++k) {
+    for (int64_t k = blocks.StepsBefore(c); k < B; ++k) {
       const T* xs = x + (first + k) * stride;
       for (int64_t l = 0; l < lanes; ++l) out[l].Add(static_cast<double>(xs[l]));
     }
@@ -259,13 +269,12 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
         const Sum* tail = tails[(a0 + part) & 1] + blocks.TailOffset(from) * lanes;
         const Sum* mid = middle[part];
         const int64_t grow_end = from + divisors.GrowingSteps(from, to - from);
-        const int64_t l0 = 0;
-        for (int64_t t = from; t < to && l0 < lanes; ++t, tail += lanes) {
+        for (int64_t t = from; t < to; ++t, tail += lanes) {
           const double inv = t < grow_end ? divisors.At(t) : divisors.inv_window;
           const double divisor = divisors.DivisorAt(t);
           const T* xt = x + t * stride;
           T* yt = y + t * stride;
-          for (int64_t l = l0; l < lanes; ++l) {
+          for (int64_t l = 0; l < lanes; ++l) {
             head[l].Add(static_cast<double>(xt[l]));
             Sum sum = tail[l];
             if constexpr (kMiddle) sum.Merge(mid[l]);
@@ -293,7 +302,7 @@ bool OverflowedInUnit(const T* x, const T* y, int64_t stride, int64_t t0, int64_
   bool non_finite = false;
   for (int64_t t = t0; t < t1; ++t) non_finite |= !IsFinite(static_cast<double>(y[t * stride]));
   if (!non_finite) return false;
-  for (int64_t t = Max64(0, t0 - summed + 1); t < t1; ++t) {
+  for (int64_t t = LaneHistory{summed}.WindowBegin(t0); t < t1; ++t) {
     if (Abs(static_cast<double>(x[t * stride])) >= kBigFrom) return true;
   }
   return false;
