@@ -21,6 +21,8 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
+import sequences  # noqa: E402
+import streams  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import causal_moving_avg as cma  # noqa: E402
@@ -299,6 +301,10 @@ def main(argv=None):
     for index, batch in enumerate(sweep_batches, 1):
         print(f"[sweep {index}/{len(sweep_batches)}] shape=[{batch}, 4096, 8] window=3", flush=True)
         sweep += run_case((batch, 4096, 8), 3, "zeros", repeats, min_seconds, 0)
+    print("[streams] a state carried across calls", flush=True)
+    stream = streams.stream_rows(args.quick, repeats, min_seconds)
+    print("[packed sequences] segment_ids", flush=True)
+    packed = sequences.sequence_rows(args.quick, repeats, min_seconds)
 
     machine = {
         **host(),
@@ -309,9 +315,13 @@ def main(argv=None):
         "build": cma.build_info(),
     }
     args.output.mkdir(parents=True, exist_ok=True)
-    report = {"machine": machine, "rows": rows, "sweep": sweep}
+    report = {"machine": machine, "rows": rows, "sweep": sweep, "streams": stream, "packed": packed}
     (args.output / "results.json").write_text(json.dumps(report, indent=1))
-    table = markdown_table(rows)
+    table = (
+        markdown_table(rows)
+        + "\n\nStreams (ratios of medians in this run):\n\n"
+        + streams.markdown_table(stream)
+    )
     (args.output / "results.md").write_text(table + "\n")
     plot(sweep, args.output / "throughput.png")
     print()

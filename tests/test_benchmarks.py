@@ -36,6 +36,13 @@ def test_main_job_writes_its_table_json_and_plot(tmp_path):
     assert short and all(r["vs_floor"] > 0 and r["conv1d_over_this"] is not None for r in short)
     assert "causal_moving_avg (eager)" in (tmp_path / "results.md").read_text()
     assert (tmp_path / "throughput.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    streams = json.loads((tmp_path / "results.json").read_text())["streams"]
+    for case in ("chunk with a state", "one eager step", "tf.while_loop of", "seed loop"):
+        assert any(row["case"].startswith(case) for row in streams), (case, streams)
+    packed = json.loads((tmp_path / "results.json").read_text())["packed"]
+    assert {row["window"] for row in packed} == {3, 1024}
+    assert all(row["vs_without_ids"] > 0 and row["unpack_pad_gather_over_this"] > 0 for row in packed)
+    assert all(row["ratio"] > 0 for row in streams)
 
 
 def test_focused_script_prints_every_method_and_mode(tmp_path):

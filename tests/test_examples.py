@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 
 import conv1d_loop_rewritten  # noqa: E402
+import stream_in_chunks  # noqa: E402
 
 
 def test_slide2_equals_the_frozen_conv1d_on_series_of_changing_length():
@@ -34,3 +35,19 @@ def test_example_runs_without_retracing_warnings():
     )
     assert result.stdout.count("\n") == 20
     assert "retracing" not in result.stderr
+
+
+def test_a_stream_in_chunks_and_one_sample_at_a_time_give_one_call_s_averages():
+    rng = np.random.default_rng(2)
+    series = tf.constant(rng.standard_normal((2, 300, 3)), tf.float32)
+    expected = keras_conv1d_moving_avg(series.numpy(), 24)
+    chunked, state = stream_in_chunks.average_in_chunks(series, 24, [1, 5, 100, 0, 194])
+    stepped, _ = stream_in_chunks.one_sample_at_a_time(series, 24)
+    np.testing.assert_allclose(chunked.numpy(), expected, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(stepped.numpy(), expected, rtol=2e-6, atol=2e-6)
+    assert int(state.seen) == 300 and state.history.shape == (2, 23, 3)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "stream_in_chunks.py")], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "steps seen" in result.stdout

@@ -86,8 +86,9 @@ def test_binary_holds_code_for_the_built_architectures():
 
 @needs_cuda_build
 def test_every_architecture_holds_every_kernel_for_every_dtype():
-    """The three kernels (direct, tile scan in two passes, running) for the four dtypes, in the real
-    code of each default architecture: read from the fat binary by cuobjdump."""
+    """The three kernels (direct, tile scan in two passes, running) and a stream's three copies
+    (its stage, its head outputs, its next state) for the four dtypes, in the real code of each
+    default architecture: read from the fat binary by cuobjdump."""
     usage = subprocess.run(
         [cuobjdump(), "--dump-resource-usage", causal_moving_avg.library_path()],
         capture_output=True,
@@ -104,7 +105,15 @@ def test_every_architecture_holds_every_kernel_for_every_dtype():
         ):
             found.setdefault(arch, set()).add(match.groups())
     dtypes = {"f", "d", "6__half", "13__nv_bfloat16"}
-    names = {"DirectMeanKernel", "TileSumsKernel", "TileMeansKernel", "RunningMeanUnitsKernel"}
+    names = {
+        "DirectMeanKernel",
+        "TileSumsKernel",
+        "TileMeansKernel",
+        "RunningMeanUnitsKernel",
+        "StageInputsKernel",
+        "HeadOutputsKernel",
+        "NextHistoryKernel",
+    }
     expected = {(name, dtype) for name in names for dtype in dtypes}
     assert sorted(found) == sorted(a for a in built_architectures() if a.startswith("sm_"))
     for arch, kernels_found in found.items():

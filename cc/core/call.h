@@ -5,10 +5,12 @@
 #ifndef CAUSAL_MOVING_AVG_CC_CORE_CALL_H_
 #define CAUSAL_MOVING_AVG_CC_CORE_CALL_H_
 
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <type_traits>
 
+#include "cc/core/history.h"
 #include "cc/core/types.h"
 
 namespace causal_moving_avg {
@@ -21,7 +23,37 @@ struct Call {
   const void* x;  // view.outer * view.steps * view.inner elements of dtype
   void* y;        // as many, written by the call
 
+  // A stream that continues (stream.h); otherwise x starts its sequence. The pointers are in the
+  // memory of the device that computes the call.
+  bool stream = false;
+  const void* history = nullptr;  // [outer, W - 1, inner]: the W - 1 inputs before x, oldest first
+  const int64_t* seen = nullptr;  // how many steps the stream had before x (the divisor's count)
+  void* next_history = nullptr;   // [outer, W - 1, inner]: the last W - 1 inputs of history then x
+  int64_t* next_seen = nullptr;   // *seen + steps
+
+  // Packed sequences (optional): one id per row and step, [outer, steps]; a sequence begins at
+  // step 0 and wherever the id differs from the previous step's. `ids_kind` describes them also
+  // where only the call's description is known (the pointer null).
+  enum class Ids { kNone, kInt32, kInt64 } ids_kind = Ids::kNone;
+  const void* segment_ids = nullptr;
+
+  // Set only by the stream's staging: steps the divisor counts before step 0 besides *seen, and
+  // the first step whose output the CPU writes.
+  int64_t steps_before = 0;
+  int64_t first_output = 0;
+
   CMA_HOST_DEVICE int64_t Elements() const { return view.outer * view.steps * view.inner; }
+  CMA_HOST_DEVICE bool IsStream() const { return stream; }
+  CMA_HOST_DEVICE bool HasSegments() const { return ids_kind != Ids::kNone; }
+  // Row `row`'s sequence ids (none without segments).
+  CMA_HOST_DEVICE SequenceIds IdsOfRow(int64_t row) const {
+    if (segment_ids == nullptr) return {};
+    const bool wide = ids_kind == Ids::kInt64;
+    const char* base = static_cast<const char*>(segment_ids);
+    return {base + row * view.steps * (wide ? 8 : 4), wide};
+  }
+  // The steps of a stream's state per lane: W - 1.
+  CMA_HOST_DEVICE int64_t HistorySteps() const { return window - 1; }
 };
 
 // Wc = min(W, steps): a longer window holds no more inputs (those before step 0 are zeros), so
@@ -51,6 +83,23 @@ inline std::string CheckCall(const Call& call) {
   }
   if (call.Elements() > 0 && (call.x == nullptr || call.y == nullptr)) {
     return "x and y must point to data";
+  }
+  if (call.HasSegments()) {
+    if (call.IsStream()) return "a stream cannot take sequence ids";
+    if (call.view.outer * call.view.steps > 0 && call.segment_ids == nullptr) {
+      return "sequence ids must point to data";
+    }
+  }
+  if (call.IsStream()) {
+    const int64_t lanes = call.view.outer * call.view.inner;
+    if (call.HistorySteps() > INT64_MAX / Max64(1, lanes)) {
+      return "window " + std::to_string(call.window) + " is too long for a stream's state";
+    }
+    if (call.seen == nullptr || call.next_seen == nullptr ||
+        (call.HistorySteps() * lanes > 0 &&
+         (call.history == nullptr || call.next_history == nullptr))) {
+      return "a stream needs its state, its step count and a place for its next state";
+    }
   }
   return "";
 }

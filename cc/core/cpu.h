@@ -21,6 +21,7 @@
 #include "cc/core/plan.h"
 #include "cc/core/running_means.h"
 #include "cc/core/split_windows.h"
+#include "cc/core/stream.h"
 #include "cc/core/types.h"
 
 namespace causal_moving_avg {
@@ -117,8 +118,8 @@ class ScopedSubnormals {
 
 // Units [begin, end) of the plan by split windows (single 16- or 32-bit sequences with short
 // windows summed directly, in float64). A float64 window whose finite values overflow a partial sum
-// (values of 2^960 or more) has its lane redone by the careful running sums, which keep a scaled
-// copy.
+// (values of 2^960 or more) takes its mean from the lane's inputs scaled by 2^-64
+// (RedoOverflowed).
 template <typename T>
 inline void ComputeUnitRange(const Plan& plan, const T* x, T* y, int64_t begin, int64_t end) {
 #if !defined(__CUDA_ARCH__)  // host code (CUDA sources that include this file compile it twice)
@@ -126,23 +127,26 @@ inline void ComputeUnitRange(const Plan& plan, const T* x, T* y, int64_t begin, 
   const Call& call = plan.call;
   const int64_t summed = SummedWindow(call);
   const SplitLayout layout = SplitLayoutFor(summed, plan.unit_lanes);
+  const auto divisors = DivisorsOf<double>(call);
   std::vector<Sum> scratch(layout.ScratchSums(plan.unit_lanes));
   for (int64_t unit = begin; unit < end; ++unit) {
-    const UnitRange r = UnitAt(plan, unit);
+    UnitRange r = UnitAt(plan, unit);
+    r.t0 = Max64(r.t0, call.first_output);
+    if (r.t0 >= r.t1) continue;
     const int64_t stride = call.view.inner;
     const int64_t offset = r.row * call.view.steps * stride + r.lane0;
     const T* ux = x + offset;
     T* uy = y + offset;
     if (std::is_same_v<Sum, PlainSum> && r.lanes == 1 && stride == 1 && summed <= kShortWindowMax) {
-      DirectMeans(ux, uy, r.t0, r.t1, call.window, summed, call.edge);
+      DirectMeans(ux, uy, r.t0, r.t1, summed, divisors);
     } else {
-      SplitWindowMeans(ux, uy, stride, r.lanes, r.t0, r.t1, call.window, summed, call.edge, layout,
+      SplitWindowMeans(ux, uy, stride, r.lanes, r.t0, r.t1, summed, divisors, layout,
                        scratch.data());
     }
     if constexpr (kSumMayOverflow<Sum>) {
       for (int64_t l = 0; l < r.lanes; ++l) {
         if (OverflowedInUnit(ux + l, uy + l, stride, r.t0, r.t1, summed)) {
-          RunningMeanCareful<T, Sum>(ux + l, uy + l, stride, r.t0, r.t1, call.window, call.edge);
+          RedoOverflowed(ux + l, uy + l, stride, r.t0, r.t1, summed, divisors);
         }
       }
     }
@@ -176,14 +180,30 @@ void ComputeUnits(const Plan& plan, const T* x, T* y, int64_t begin, int64_t end
   ComputeUnitsBaseline<T>(plan, x, y, begin, end);
 }
 
+template <typename Float16, typename Bfloat16, typename RunShards>
+void ComputeStreamOnCpu(const Call& call, void* scratch, int64_t threads, RunShards&& run_shards);
+template <typename Float16, typename Bfloat16, typename RunShards>
+void ComputeSequencesOnCpu(const Call& call, int64_t threads, RunShards&& run_shards);
+
+// Host memory a CPU call needs besides its inputs and outputs, in bytes: a stream's stage
+// (stream.h), its inputs and outputs.
+inline int64_t CpuScratchBytes(const Call& call) {
+  return NeedsStage(call) ? 2 * StageOf(call).Elements() * SizeOf(call.dtype) : 0;
+}
+
 // Computes a checked, non-empty call on the CPU: the one sharding routine of every binding. The
 // plan's units are cut into at most `threads` shards (ShardCount) and
 // `run_shards(shards, run_shard)` runs run_shard(k) for every k in [0, shards), on whatever
 // threads the binding has (TensorFlow's or XLA's pool, std::threads, or the calling thread alone).
 // Unit boundaries do not depend on the shards, so every binding gives the same bits. Float16 and
-// Bfloat16 are the binding's 16-bit types (same layout as IEEE binary16 and bfloat16).
+// Bfloat16 are the binding's 16-bit types (same layout as IEEE binary16 and bfloat16). `scratch`
+// holds CpuScratchBytes(call) bytes (null when that is 0).
 template <typename Float16, typename Bfloat16, typename RunShards>
-void ComputeOnCpu(const Call& call, int64_t threads, RunShards&& run_shards) {
+void ComputeOnCpu(const Call& call, void* scratch, int64_t threads, RunShards&& run_shards) {
+  if (call.IsStream())
+    return ComputeStreamOnCpu<Float16, Bfloat16>(call, scratch, threads, run_shards);
+  if (call.HasSegments())
+    return ComputeSequencesOnCpu<Float16, Bfloat16>(call, threads, run_shards);
   const Plan plan = MakeCpuPlan(call);
   VisitDType<Float16, Bfloat16>(call.dtype, [&](auto type) {
     using T = decltype(type);
@@ -198,6 +218,97 @@ void ComputeOnCpu(const Call& call, int64_t threads, RunShards&& run_shards) {
       ComputeUnits<T>(plan, x, y, begin, end);
     });
   });
+}
+
+// Packed sequences: each row cut into its sequences (LaneHistory's rule), each sequence an
+// ordinary call of its own (a fresh start: the window cut at its first step, "partial" counting
+// from there), spread over the threads in contiguous, balanced groups of sequences. Which thread
+// computes a sequence does not change its bits.
+template <typename Float16, typename Bfloat16, typename RunShards>
+void ComputeSequencesOnCpu(const Call& call, int64_t threads, RunShards&& run_shards) {
+  struct Sequence {
+    int64_t row, begin, end;
+  };
+  std::vector<Sequence> sequences;
+  for (int64_t row = 0; row < call.view.outer; ++row) {
+    const SequenceIds ids = call.IdsOfRow(row);
+    int64_t begin = 0;
+    for (int64_t t = 1; t <= call.view.steps; ++t) {
+      if (t == call.view.steps || ids.StartsAt(t)) {
+        sequences.push_back({row, begin, t});
+        begin = t;
+      }
+    }
+  }
+  const int64_t count = static_cast<int64_t>(sequences.size());
+  const int64_t shards =
+      Max64(1, Min64(Min64(threads, count), call.Elements() / kMinShardElements));
+  VisitDType<Float16, Bfloat16>(call.dtype, [&](auto type) {
+    using T = decltype(type);
+    const int64_t inner = call.view.inner;
+    HintHugePages(call.y, call.Elements() * static_cast<int64_t>(sizeof(T)));
+    const auto run_shard = [&](int64_t shard) {
+      for (int64_t k = count * shard / shards; k < count * (shard + 1) / shards; ++k) {
+        const Sequence& s = sequences[k];
+        const int64_t offset = (s.row * call.view.steps + s.begin) * inner;
+        Call one = call;
+        one.view = {1, s.end - s.begin, inner};
+        one.ids_kind = Call::Ids::kNone;
+        one.segment_ids = nullptr;
+        one.x = static_cast<const T*>(call.x) + offset;
+        one.y = static_cast<T*>(call.y) + offset;
+        const Plan plan = MakeCpuPlan(one);
+        ComputeUnits<T>(plan, static_cast<const T*>(one.x), static_cast<T*>(one.y), 0,
+                        plan.num_units);
+      }
+    };
+    if (shards <= 1) return run_shard(0);
+    run_shards(shards, run_shard);
+  });
+}
+
+// A stream (stream.h): the stage's outputs for x's first steps, an ordinary call for the rest,
+// and the next state; every copy a row at a time.
+template <typename Float16, typename Bfloat16, typename RunShards>
+void ComputeStreamOnCpu(const Call& call, void* scratch, int64_t threads, RunShards&& run_shards) {
+  const int64_t size = SizeOf(call.dtype), inner = call.view.inner;
+  const auto* x = static_cast<const char*>(call.x);
+  const auto* history = static_cast<const char*>(call.history);
+  const int64_t history_row = call.HistorySteps() * inner * size;
+  const int64_t x_row = call.view.steps * inner * size;
+  const StreamStage stage = StageOf(call);
+  if (call.view.outer * inner > 0 && stage.head_steps > 0) {
+    const int64_t head_row = stage.head_steps * inner * size, stage_row = history_row + head_row;
+    auto* stage_x = static_cast<char*>(scratch);
+    char* stage_y = stage_x + stage.Elements() * size;
+    for (int64_t row = 0; row < call.view.outer; ++row) {
+      std::memcpy(stage_x + row * stage_row, history + row * history_row, history_row);
+      std::memcpy(stage_x + row * stage_row + history_row, x + row * x_row, head_row);
+    }
+    ComputeOnCpu<Float16, Bfloat16>(StageCall(call, stage_x, stage_y), nullptr, threads,
+                                    run_shards);
+    auto* y = static_cast<char*>(call.y);
+    for (int64_t row = 0; row < call.view.outer; ++row) {
+      std::memcpy(y + row * x_row, stage_y + row * stage_row + history_row, head_row);
+    }
+  }
+  if (call.view.outer * inner > 0 && stage.head_steps < call.view.steps) {
+    ComputeOnCpu<Float16, Bfloat16>(RestCall(call), nullptr, threads, run_shards);
+  }
+  // The next state: the last H inputs of history then x; then the count (read above).
+  auto* next = static_cast<char*>(call.next_history);
+  const int64_t from_history = Max64(0, history_row - x_row);
+  for (int64_t row = 0; row < call.view.outer && history_row > 0; ++row) {
+    char* out = next + row * history_row;
+    if (from_history > 0) {
+      std::memcpy(out, history + row * history_row + (history_row - from_history), from_history);
+    }
+    if (history_row > from_history) {
+      std::memcpy(out + from_history, x + row * x_row + (x_row - (history_row - from_history)),
+                  history_row - from_history);
+    }
+  }
+  *call.next_seen = *call.seen + call.view.steps;
 }
 
 }  // namespace causal_moving_avg

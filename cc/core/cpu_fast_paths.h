@@ -66,10 +66,12 @@ inline void ShortWindowMeans(const T* __restrict__ x, T* __restrict__ y, int64_t
 // ShortWindowMeans.
 template <typename T>
 inline void DirectMeans(const T* __restrict__ x, T* __restrict__ y, int64_t t0, int64_t t1,
-                        int64_t window, int64_t summed, Edge edge) {
-  const InverseDivisors<double> divisors(edge, window);
+                        int64_t summed, const InverseDivisors<double>& divisors) {
+  const int64_t window = divisors.window;
   const LaneHistory history{summed};
-  const int64_t filling_end = Min64(t1, summed < window ? t1 : window);
+  // Outputs before the window is full, or whose divisor still grows, one by one.
+  const int64_t filling_end =
+      Min64(t1, summed < window ? t1 : Max64(window, t0 + divisors.GrowingSteps(t0, t1 - t0)));
   int64_t t = t0;
   for (; t < filling_end; ++t) {
     double sum = 0.0;

@@ -29,7 +29,7 @@ CMA_HOST_DEVICE void DirectMeansOfThread(const Call& call, const T* __restrict__
   constexpr int kGroup = kDirectOutputsPerThread;
   const Geometry& geometry = call.view;
   const int64_t window = call.window;
-  const InverseDivisors<Acc> divisors(call.edge, window);
+  const auto divisors = DivisorsOf<Acc>(call);
   const LaneHistory history{window};
   const int64_t count = call.Elements();
   const int64_t longest = Min64(window, geometry.steps);
@@ -41,11 +41,20 @@ CMA_HOST_DEVICE void DirectMeansOfThread(const Call& call, const T* __restrict__
   int64_t t = (first / geometry.inner) % geometry.steps;
   for (int64_t i = first; i < count; i += kGroup * grid_threads) {
     int64_t index[kGroup];
+    int64_t steps[kGroup];  // each output's step
     int64_t terms[kGroup];  // the inputs each window holds; 0 past the end
     CMA_UNROLL
     for (int u = 0; u < kGroup; ++u) {
       index[u] = i + u * grid_threads;
-      terms[u] = index[u] < count ? history.Terms(t) : 0;
+      steps[u] = t;
+      if (index[u] >= count) {
+        terms[u] = 0;
+      } else if (call.segment_ids != nullptr) {  // the window cut at its sequence's start
+        const int64_t row = index[u] / (geometry.steps * geometry.inner);
+        terms[u] = LaneHistory{window, call.IdsOfRow(row)}.Terms(t);
+      } else {
+        terms[u] = history.Terms(t);
+      }
       lane += dlane;
       const int64_t carry = lane >= geometry.inner ? 1 : 0;
       lane -= carry * geometry.inner;
@@ -62,9 +71,11 @@ CMA_HOST_DEVICE void DirectMeansOfThread(const Call& call, const T* __restrict__
     CMA_UNROLL
     for (int u = 0; u < kGroup; ++u) {
       if (terms[u] == 0) continue;
-      // Any step t with t + 1 = terms divides as this output's step does.
-      const Acc inv = divisors.At(terms[u] - 1);
-      const Acc divisor = divisors.DivisorAt(terms[u] - 1);
+      // "partial" counts the window's inputs: from a stream's start (position), or from the
+      // sequence's start where ids cut the window (streams take no ids).
+      const int64_t counted = call.segment_ids != nullptr ? terms[u] - 1 : steps[u];
+      const Acc inv = divisors.At(counted);
+      const Acc divisor = divisors.DivisorAt(counted);
       Acc mean = sums[u].Mean(inv, divisor);
       if (!IsFinite(mean)) {  // rare: a NaN/Inf, or an overflow; as the careful paths do
         CarefulSum<Sum> careful;

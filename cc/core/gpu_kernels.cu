@@ -15,6 +15,7 @@
 #include "cc/core/numerics.h"
 #include "cc/core/plan.h"
 #include "cc/core/running_means.h"
+#include "cc/core/stream.h"
 #include "cc/core/tile_scan.h"
 #include "cc/core/types.h"
 
@@ -75,6 +76,35 @@ __global__ void __launch_bounds__(kTileThreads)
   }
 }
 
+// A stream's copies (stream.h), one element per thread of a grid-stride loop.
+template <typename T>
+__global__ void StageInputsKernel(Call call, StreamStage stage, T* __restrict__ stage_x) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < stage.Elements(); i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    stage_x[i] = StageInputAt<T>(call, stage, i);
+  }
+}
+
+template <typename T>
+__global__ void HeadOutputsKernel(Call call, StreamStage stage, const T* __restrict__ stage_y) {
+  const int64_t count = call.view.outer * stage.head_steps * call.view.inner;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    static_cast<T*>(call.y)[HeadOutputOf(call, stage, i)] = stage_y[StageOutputOf(call, stage, i)];
+  }
+}
+
+// Also the next step count (thread 0), so that it stays on the device.
+template <typename T>
+__global__ void NextHistoryKernel(Call call) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) *call.next_seen = *call.seen + call.view.steps;
+  const int64_t count = call.view.outer * call.HistorySteps() * call.view.inner;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    static_cast<T*>(call.next_history)[i] = NextHistoryAt<T>(call, i);
+  }
+}
+
 namespace {
 
 template <typename T>
@@ -82,7 +112,7 @@ cudaError_t Launch(const Call& call, cudaStream_t stream, int sm_count, void* sc
                    GpuKernel kernel) {
   const T* x = static_cast<const T*>(call.x);
   T* y = static_cast<T*>(call.y);
-  switch (ResolveGpuKernel(kernel, call.view, call.window)) {
+  switch (ResolveGpuKernel(kernel, call)) {
     case GpuKernel::kDirect: {
       const int64_t threads = CeilDiv(call.Elements(), kDirectOutputsPerThread);
       DirectMeanKernel<T>
@@ -111,6 +141,39 @@ cudaError_t Launch(const Call& call, cudaStream_t stream, int sm_count, void* sc
   return cudaGetLastError();
 }
 
+// A stream: the rest of x as an ordinary call (its first n outputs are then replaced), the stage
+// for those n outputs, and the next state; all on `stream`, in this order.
+template <typename T>
+cudaError_t LaunchStream(const Call& call, cudaStream_t stream, int sm_count, void* scratch,
+                         GpuKernel kernel) {
+  const StreamStage stage = StageOf(call);
+  const int64_t lanes = call.view.outer * call.view.inner;
+  if (call.view.steps > 0 && lanes > 0) {
+    char* tiles = static_cast<char*>(scratch) + (NeedsStage(call) ? 2 * StageBytes(call) : 0);
+    if (const cudaError_t error = Launch<T>(RestCall(call), stream, sm_count, tiles, kernel);
+        error != cudaSuccess) {
+      return error;
+    }
+  }
+  if (stage.head_steps > 0 && lanes > 0) {
+    T* stage_x = static_cast<T*>(scratch);
+    T* stage_y = reinterpret_cast<T*>(static_cast<char*>(scratch) + StageBytes(call));
+    StageInputsKernel<T><<<GridSize(stage.Elements(), sm_count), kGpuThreadsPerBlock, 0, stream>>>(
+        call, stage, stage_x);
+    const Call staged = StageCall(call, stage_x, stage_y);
+    if (const cudaError_t error = Launch<T>(
+            staged, stream, sm_count, static_cast<char*>(scratch) + 2 * StageBytes(call), kernel);
+        error != cudaSuccess) {
+      return error;
+    }
+    HeadOutputsKernel<T><<<GridSize(call.view.outer * stage.head_steps * call.view.inner, sm_count),
+                           kGpuThreadsPerBlock, 0, stream>>>(call, stage, stage_y);
+  }
+  NextHistoryKernel<T>
+      <<<GridSize(lanes * call.HistorySteps(), sm_count), kGpuThreadsPerBlock, 0, stream>>>(call);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 // Every kernel of the library, for each dtype: what LoadGpuKernels loads.
@@ -122,6 +185,9 @@ cudaError_t LoadKernelsOf() {
       reinterpret_cast<const void*>(&RunningMeanUnitsKernel<T>),
       reinterpret_cast<const void*>(&TileSumsKernel<T>),
       reinterpret_cast<const void*>(&TileMeansKernel<T>),
+      reinterpret_cast<const void*>(&StageInputsKernel<T>),
+      reinterpret_cast<const void*>(&HeadOutputsKernel<T>),
+      reinterpret_cast<const void*>(&NextHistoryKernel<T>),
   };
   for (const void* kernel : kernels) {
     if (const cudaError_t error = cudaFuncGetAttributes(&attributes, kernel);
@@ -156,7 +222,9 @@ GpuStatus LaunchOnGpu(const Call& call, cudaStream_t stream, void* scratch, GpuK
   status = PrepareCurrentGpu(&sm_count);
   if (!status.ok()) return status;
   VisitDType<__half, __nv_bfloat16>(call.dtype, [&](auto type) {
-    status.error = Launch<decltype(type)>(call, stream, sm_count, scratch, kernel);
+    using T = decltype(type);
+    status.error = call.IsStream() ? LaunchStream<T>(call, stream, sm_count, scratch, kernel)
+                                   : Launch<T>(call, stream, sm_count, scratch, kernel);
   });
   if (status.error != cudaSuccess) {
     // cudaGetLastError (in Launch) cleared an ordinary launch error; a sticky one stays.

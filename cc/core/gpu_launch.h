@@ -13,6 +13,7 @@
 
 #include "cc/core/call.h"
 #include "cc/core/numerics.h"
+#include "cc/core/stream.h"
 #include "cc/core/tile_scan_plan.h"
 #include "cc/core/types.h"
 
@@ -35,6 +36,11 @@ inline GpuKernel ChooseGpuKernel(Geometry geometry, int64_t window) {
 inline GpuKernel ResolveGpuKernel(GpuKernel kernel, Geometry geometry, int64_t window) {
   return kernel == GpuKernel::kAuto ? ChooseGpuKernel(geometry, window) : kernel;
 }
+// A call's kernel: packed sequences (ids) always take the direct sums, the one kernel that cuts
+// a window at its sequence's start (LaneHistory); their cost grows with W.
+inline GpuKernel ResolveGpuKernel(GpuKernel kernel, const Call& call) {
+  return call.HasSegments() ? GpuKernel::kDirect : ResolveGpuKernel(kernel, call.view, call.window);
+}
 
 inline const char* GpuKernelName(GpuKernel kernel) {
   switch (kernel) {
@@ -49,10 +55,23 @@ inline const char* GpuKernelName(GpuKernel kernel) {
   }
 }
 
-// Device memory a call needs besides x and y (the tile sums of long windows), in bytes; reads
-// only the call's description, not its pointers.
+// Device memory a call needs besides x and y, in bytes: the tile sums of long windows, and a
+// stream's stage (its inputs and outputs, then the tile sums of whichever of the stage and the
+// rest needs more). Reads only the call's description, not its pointers.
+constexpr int64_t kGpuScratchAlign = 256;
+inline int64_t StageBytes(const Call& call) {
+  return CeilDiv(StageOf(call).Elements() * SizeOf(call.dtype), kGpuScratchAlign) *
+         kGpuScratchAlign;
+}
 inline int64_t GpuScratchBytes(const Call& call, GpuKernel kernel = GpuKernel::kAuto) {
-  if (ResolveGpuKernel(kernel, call.view, call.window) != GpuKernel::kTileScan) return 0;
+  if (NeedsStage(call) && call.view.outer * call.view.inner > 0) {
+    const Call staged = StageCall(call, nullptr, nullptr);
+    const int64_t tiles = Max64(GpuScratchBytes(staged, kernel),
+                                call.view.steps > 0 ? GpuScratchBytes(RestCall(call), kernel) : 0);
+    return 2 * StageBytes(call) + tiles;
+  }
+  if (call.Elements() == 0) return 0;
+  if (ResolveGpuKernel(kernel, call) != GpuKernel::kTileScan) return 0;
   static_assert(std::is_same_v<SumOf<float>, SumOf<double>>, "one sum type for every dtype");
   return TileSumsBytes<SumOf<double>>(MakeTileScanPlan<SumOf<double>>(call));
 }
@@ -90,12 +109,12 @@ GpuStatus PrepareCurrentGpu(int* sm_count);
 // on each); part of PrepareCurrentGpu.
 cudaError_t LoadGpuKernels();
 
-// Enqueues a checked, non-empty call (device pointers) on `stream` of the current device,
-// preparing the device first if needed. `scratch` holds at least GpuScratchBytes(call, kernel)
-// bytes of device memory (may be null when that is 0). Any kernel computes any shape, except the
-// tile scan, which needs inner < kTileMaxInner. An error left by an earlier runtime call on this
-// thread is cleared first, so a failure reported here is this launch's, or a sticky one named as
-// such.
+// Enqueues a checked call, non-empty or a stream's (device pointers; a stream's `seen` too) on
+// `stream` of the current device, preparing the device first if needed. `scratch` holds at least
+// GpuScratchBytes(call, kernel) bytes of device memory (may be null when that is 0). Any kernel
+// computes any shape, except the tile scan, which needs inner < kTileMaxInner. An error left by an
+// earlier runtime call on this thread is cleared first, so a failure reported here is this
+// launch's, or a sticky one named as such.
 GpuStatus LaunchOnGpu(const Call& call, cudaStream_t stream, void* scratch,
                       GpuKernel kernel = GpuKernel::kAuto);
 

@@ -304,41 +304,57 @@ const Acc* StepReciprocals() {
 
 // D(t) and 1 / D(t) for the edge mode: the one place that knows what each mode divides by. Every
 // path multiplies by the reciprocals (a float64 division per output is slow, on a GPU above all);
-// sums of float64 inputs also take D(t) to correct the product (CompensatedSum::Mean).
+// sums of float64 inputs also take D(t) to correct the product (CompensatedSum::Mean). `position`
+// is how many steps of the sequence came before step 0 (a stream's earlier calls; negative in a
+// stream's staged history, whose outputs are not used): "partial" counts them.
 template <typename Acc>
 struct InverseDivisors {
   Edge edge;
   int64_t window;
+  int64_t position;
   Acc inv_window;
 
-  CMA_HOST_DEVICE InverseDivisors(Edge edge_mode, int64_t window_steps)
+  CMA_HOST_DEVICE InverseDivisors(Edge edge_mode, int64_t window_steps, int64_t steps_before = 0)
       : edge(edge_mode),
         window(window_steps),
+        position(steps_before),
         inv_window(Acc(1) / static_cast<Acc>(window_steps)) {}
 
-  // Step t divides by t + 1 rather than W: the edge "partial" before the window is full.
-  CMA_HOST_DEVICE bool Grows(int64_t t) const { return edge == Edge::kPartial && t < window; }
+  // Step t divides by fewer than W inputs: the edge "partial" before the window is full.
+  CMA_HOST_DEVICE bool Grows(int64_t t) const {
+    return edge == Edge::kPartial && position + t < window;
+  }
+  // The inputs the edge "partial" counts at a growing step t (at least one).
+  CMA_HOST_DEVICE int64_t Counted(int64_t t) const { return Max64(1, position + t + 1); }
 
   // D(t) itself, for the sums that correct their product with the reciprocal.
   CMA_HOST_DEVICE Acc DivisorAt(int64_t t) const {
-    return static_cast<Acc>(Grows(t) ? t + 1 : window);
+    return static_cast<Acc>(Grows(t) ? Counted(t) : window);
   }
 
   CMA_HOST_DEVICE Acc At(int64_t t) const {
     if (!Grows(t)) return inv_window;
+    const int64_t counted = Counted(t);
 #if !defined(__CUDA_ARCH__)
-    if (t < kReciprocalSteps) return StepReciprocals<Acc>()[t];
+    if (counted <= kReciprocalSteps) return StepReciprocals<Acc>()[counted - 1];
 #endif
-    return Acc(1) / static_cast<Acc>(t + 1);
+    return Acc(1) / static_cast<Acc>(counted);
   }
 
-#if !defined(__CUDA_ARCH__)
   // How many of steps [t, t + n) grow (they come first).
-  int64_t GrowingSteps(int64_t t, int64_t n) const {
-    return edge == Edge::kPartial ? Max64(0, Min64(n, window - t)) : 0;
+  CMA_HOST_DEVICE int64_t GrowingSteps(int64_t t, int64_t n) const {
+    return edge == Edge::kPartial ? Max64(0, Min64(n, window - position - t)) : 0;
   }
-#endif
 };
+
+// The divisors of a call: a stream's count of earlier steps is read where the call computes (on
+// a GPU from device memory).
+template <typename Acc, typename CallT>
+CMA_HOST_DEVICE InverseDivisors<Acc> DivisorsOf(const CallT& call) {
+  const int64_t seen =
+      call.seen != nullptr && call.edge == Edge::kPartial ? Min64(*call.seen, call.window) : 0;
+  return InverseDivisors<Acc>(call.edge, call.window, seen + call.steps_before);
+}
 
 }  // namespace causal_moving_avg
 

@@ -22,12 +22,14 @@ namespace causal_moving_avg {
 // time, so a single sequence keeps its sum in a register rather than in memory.
 template <typename T, typename Sum, int64_t kFixedLanes = 0>
 CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y, int64_t stride,
-                                     int64_t lanes, int64_t t0, int64_t t1, int64_t window,
-                                     Edge edge, Sum* __restrict__ acc_out) {
+                                     int64_t lanes, int64_t t0, int64_t t1,
+                                     const InverseDivisors<typename Sum::Value>& divisors,
+                                     Sum* __restrict__ acc_out) {
   using Acc = typename Sum::Value;
   const int64_t n = kFixedLanes > 0 ? kFixedLanes : lanes;
   Sum local[kFixedLanes > 0 ? kFixedLanes : 1];
   Sum* __restrict__ acc = kFixedLanes > 0 ? local : acc_out;
+  const int64_t window = divisors.window;
   const LaneHistory history{window};
   // Anchor: acc holds the window that ends just before t0.
   for (int64_t l = 0; l < n; ++l) acc[l] = Sum();
@@ -35,7 +37,6 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
     const T* xt = x + t * stride;
     for (int64_t l = 0; l < n; ++l) acc[l].Add(static_cast<Acc>(xt[l]));
   }
-  const InverseDivisors<Acc> divisors(edge, window);
   int64_t t = t0;
   // Steps before the window is full, up to `end`: nothing leaves the window yet.
   const auto fill = [&](int64_t end) {
@@ -51,17 +52,23 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
     }
   };
   fill(Min64(t1, history.FirstLeaving()));
-  // Steady state: one element enters, one leaves.
-  const Acc window_divisor = static_cast<Acc>(window);
-  for (; t < t1; ++t) {
-    const T* xt = x + t * stride;
-    const T* xo = x + (t - window) * stride;
-    T* yt = y + t * stride;
-    for (int64_t l = 0; l < n; ++l) {
-      acc[l].Slide(static_cast<Acc>(xt[l]), static_cast<Acc>(xo[l]));
-      yt[l] = RoundTo<T>(acc[l].Mean(divisors.inv_window, window_divisor));
+  // One element enters, one leaves: first the steps whose divisor still grows (a stream's staged
+  // history, which holds steps before the stream began), then the steady state.
+  const auto slide = [&](int64_t end, bool growing) {
+    for (; t < end; ++t) {
+      const Acc inv = growing ? divisors.At(t) : divisors.inv_window;
+      const Acc divisor = growing ? divisors.DivisorAt(t) : static_cast<Acc>(window);
+      const T* xt = x + t * stride;
+      const T* xo = x + (t - window) * stride;
+      T* yt = y + t * stride;
+      for (int64_t l = 0; l < n; ++l) {
+        acc[l].Slide(static_cast<Acc>(xt[l]), static_cast<Acc>(xo[l]));
+        yt[l] = RoundTo<T>(acc[l].Mean(inv, divisor));
+      }
     }
-  }
+  };
+  slide(t + divisors.GrowingSteps(t, t1 - t), true);
+  slide(t1, false);
   bool finite = true;
   for (int64_t l = 0; l < n; ++l) {
     finite = finite && IsFinite(acc[l].Get());
@@ -75,9 +82,9 @@ CMA_HOST_DEVICE bool RunningMeanFast(const T* __restrict__ x, T* __restrict__ y,
 template <typename T, typename Sum>
 CMA_HOST_DEVICE void CarefulMeans(CarefulSum<Sum> careful, const T* __restrict__ x,
                                   T* __restrict__ y, int64_t stride, int64_t t0, int64_t t1,
-                                  int64_t window, Edge edge) {
+                                  const InverseDivisors<typename Sum::Value>& divisors) {
   using Acc = typename Sum::Value;
-  const InverseDivisors<Acc> divisors(edge, window);
+  const int64_t window = divisors.window;
   const LaneHistory history{window};
   for (int64_t t = t0; t < t1; ++t) {
     const Acc entering = static_cast<Acc>(x[t * stride]);
@@ -100,13 +107,14 @@ CMA_HOST_DEVICE void CarefulMeans(CarefulSum<Sum> careful, const T* __restrict__
 // The careful path for one lane over steps [t0, t1); same contract as RunningMeanFast.
 template <typename T, typename Sum>
 CMA_HOST_DEVICE void RunningMeanCareful(const T* __restrict__ x, T* __restrict__ y, int64_t stride,
-                                        int64_t t0, int64_t t1, int64_t window, Edge edge) {
+                                        int64_t t0, int64_t t1,
+                                        const InverseDivisors<typename Sum::Value>& divisors) {
   using Acc = typename Sum::Value;
   CarefulSum<Sum> careful;
-  for (int64_t t = LaneHistory{window}.WindowBegin(t0 - 1); t < t0; ++t) {
+  for (int64_t t = LaneHistory{divisors.window}.WindowBegin(t0 - 1); t < t0; ++t) {
     careful.Add(static_cast<Acc>(x[t * stride]), 1);
   }
-  CarefulMeans<T, Sum>(careful, x, y, stride, t0, t1, window, edge);
+  CarefulMeans<T, Sum>(careful, x, y, stride, t0, t1, divisors);
 }
 
 // Computes one unit: the fast path, then the careful path for the lanes it could not finish.
@@ -116,16 +124,15 @@ CMA_HOST_DEVICE void ComputeUnit(const Plan& plan, const T* x, T* y, int64_t uni
   const UnitRange r = UnitAt(plan, unit);
   const int64_t stride = plan.call.view.inner;
   const int64_t offset = r.row * plan.call.view.steps * stride + r.lane0;
-  const bool finite = r.lanes == 1
-                          ? RunningMeanFast<T, Sum, 1>(x + offset, y + offset, stride, 1, r.t0,
-                                                       r.t1, plan.call.window, plan.call.edge, acc)
-                          : RunningMeanFast<T, Sum>(x + offset, y + offset, stride, r.lanes, r.t0,
-                                                    r.t1, plan.call.window, plan.call.edge, acc);
+  const auto divisors = DivisorsOf<typename Sum::Value>(plan.call);
+  const bool finite = r.lanes == 1 ? RunningMeanFast<T, Sum, 1>(x + offset, y + offset, stride, 1,
+                                                                r.t0, r.t1, divisors, acc)
+                                   : RunningMeanFast<T, Sum>(x + offset, y + offset, stride,
+                                                             r.lanes, r.t0, r.t1, divisors, acc);
   if (finite) return;
   for (int64_t l = 0; l < r.lanes; ++l) {
     if (!IsFinite(acc[l].Get())) {
-      RunningMeanCareful<T, Sum>(x + offset + l, y + offset + l, stride, r.t0, r.t1,
-                                 plan.call.window, plan.call.edge);
+      RunningMeanCareful<T, Sum>(x + offset + l, y + offset + l, stride, r.t0, r.t1, divisors);
     }
   }
 }

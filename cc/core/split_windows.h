@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "cc/core/cpu_fast_paths.h"
 #include "cc/core/history.h"
@@ -132,14 +133,14 @@ inline void SuffixSums(const T* __restrict__ x, int64_t n, double* __restrict__ 
 }
 
 // Means of steps [t0, t1) of `lanes` contiguous lanes (consecutive steps `stride` apart), by
-// split windows of Sum (SplitSumOf<T>): `window` is W (the divisor's), `summed` = min(W, steps),
-// `layout` the plan's SplitLayoutFor(summed, unit lanes), and `scratch` holds
+// split windows of Sum (SplitSumOf<T>): `divisors` the call's (W among them), `summed` = min(W,
+// steps), `layout` the plan's SplitLayoutFor(summed, unit lanes), and `scratch` holds
 // layout.ScratchSums(lanes) sums. kMiddle: whether windows hold whole blocks (summed > B).
 template <bool kMiddle, typename Sum, typename T>
 void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stride, int64_t lanes,
-                        int64_t t0, int64_t t1, int64_t window, int64_t summed, Edge edge,
-                        const SplitLayout& layout, Sum* __restrict__ scratch) {
-  const InverseDivisors<double> divisors(edge, window);
+                        int64_t t0, int64_t t1, int64_t summed,
+                        const InverseDivisors<double>& divisors, const SplitLayout& layout,
+                        Sum* __restrict__ scratch) {
   const int64_t B = layout.block, R = layout.ring;
   const SplitBlocks blocks{t0, B, summed};
   Sum* tails[2] = {scratch, scratch + (B + 1) * lanes};  // tails of blocks of each parity
@@ -310,12 +311,41 @@ bool OverflowedInUnit(const T* x, const T* y, int64_t stride, int64_t t0, int64_
 
 template <typename Sum, typename T>
 void SplitWindowMeans(const T* __restrict__ x, T* __restrict__ y, int64_t stride, int64_t lanes,
-                      int64_t t0, int64_t t1, int64_t window, int64_t summed, Edge edge,
-                      const SplitLayout& layout, Sum* __restrict__ scratch) {
+                      int64_t t0, int64_t t1, int64_t summed,
+                      const InverseDivisors<double>& divisors, const SplitLayout& layout,
+                      Sum* __restrict__ scratch);
+
+// The outputs of one float64 lane over [t0, t1) that overflowed (see OverflowedInUnit): the
+// lane's split windows once more on its inputs scaled by 2^-64 (exact above 2^-958, and no sum of
+// them can overflow), every output that was not finite while its scaled mean is taking that mean
+// times 2^64. The steps are shifted so that the first block the unit reads is step 0: steps
+// before it lie in no window of [t0, t1), and outputs whose divisor still grows have none.
+inline void RedoOverflowed(const double* x, double* y, int64_t stride, int64_t t0, int64_t t1,
+                           int64_t summed, const InverseDivisors<double>& divisors) {
+  const SplitLayout layout = SplitLayoutFor(summed, 1);
+  const SplitBlocks blocks{t0, layout.block, summed};
+  const int64_t first = Max64(0, blocks.FirstStep(blocks.TailBlock(t0)));
+  std::vector<double> scaled(t1 - first), means(t1 - first);
+  for (int64_t k = 0; k < t1 - first; ++k) scaled[k] = x[(first + k) * stride] * kOverflowScaleDown;
+  std::vector<CompensatedSum> scratch(layout.ScratchSums(1));
+  const InverseDivisors<double> shifted(divisors.edge, divisors.window, divisors.position + first);
+  SplitWindowMeans(scaled.data(), means.data(), 1, 1, t0 - first, t1 - first, summed, shifted,
+                   layout, scratch.data());
+  for (int64_t t = t0; t < t1; ++t) {
+    const double mean = means[t - first];
+    if (!IsFinite(y[t * stride]) && IsFinite(mean)) y[t * stride] = mean * kOverflowScaleUp;
+  }
+}
+
+template <typename Sum, typename T>
+void SplitWindowMeans(const T* __restrict__ x, T* __restrict__ y, int64_t stride, int64_t lanes,
+                      int64_t t0, int64_t t1, int64_t summed,
+                      const InverseDivisors<double>& divisors, const SplitLayout& layout,
+                      Sum* __restrict__ scratch) {
   if (summed > layout.block) {
-    SplitWindowMeansOf<true>(x, y, stride, lanes, t0, t1, window, summed, edge, layout, scratch);
+    SplitWindowMeansOf<true>(x, y, stride, lanes, t0, t1, summed, divisors, layout, scratch);
   } else {
-    SplitWindowMeansOf<false>(x, y, stride, lanes, t0, t1, window, summed, edge, layout, scratch);
+    SplitWindowMeansOf<false>(x, y, stride, lanes, t0, t1, summed, divisors, layout, scratch);
   }
 }
 

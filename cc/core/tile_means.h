@@ -120,7 +120,7 @@ CMA_HOST_DEVICE void ComputeMeans(const Block& block, const TileScanPlan& plan,
   using Acc = typename Sum::Value;
   constexpr int64_t kItems = TileItems<Sum>();
   const int64_t inner = plan.call.view.inner;
-  const InverseDivisors<Acc> divisors(plan.call.edge, plan.call.window);
+  const auto divisors = DivisorsOf<Acc>(plan.call);
   block.Phase([&](int tid) {
     const TileThread th = TileThreadAt(plan, tid);
     if (!th.active) return;
@@ -191,8 +191,8 @@ CMA_HOST_DEVICE void RedoBadLanes(const Block& block, const TileScanPlan& plan,
     const TileThread th = TileThreadAt(plan, tid);
     if (th.active && th.j == 0 && scratch.bad_lane[th.lane]) {
       CarefulMeans<T, Sum>(careful.current[(per_lane - 1) * inner + th.lane], tile.row_x + th.lane,
-                           tile.row_y + th.lane, inner, tile.t0, tile.t1, plan.call.window,
-                           plan.call.edge);
+                           tile.row_y + th.lane, inner, tile.t0, tile.t1,
+                           DivisorsOf<typename Sum::Value>(plan.call));
     }
   });
 }

@@ -55,6 +55,12 @@ using CppTypeOf =
 static_assert(static_cast<int>(DType::kFloat16) == 0 && static_cast<int>(DType::kFloat64) == 3,
               "CppTypeOf follows CMA_FOR_EACH_DTYPE's order");
 
+// Bytes per element of each dtype.
+inline int64_t SizeOf(DType dtype) {
+  static constexpr int64_t kSizes[] = {2, 2, 4, 8};  // CMA_FOR_EACH_DTYPE's order
+  return kSizes[static_cast<int>(dtype)];
+}
+
 // The names of each list's enumerators, in the enumerators' order: one lookup for both lists.
 #define CMA_NAME(enumerator, name) name,
 inline constexpr const char* kEdgeNames[] = {CMA_FOR_EACH_EDGE(CMA_NAME)};

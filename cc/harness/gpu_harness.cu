@@ -165,6 +165,179 @@ std::string Check(const Case& c, std::mt19937_64& rng) {
   return "";
 }
 
+// A stream on the GPU (its state in device memory, `seen` included) against the CPU core's stream:
+// outputs within the tolerance, the next state exactly the last W - 1 inputs. Empty: passed.
+template <typename T>
+std::string CheckStream(cma::Geometry g, int64_t window, cma::Edge edge, int64_t seen,
+                        std::mt19937_64& rng) {
+  const std::vector<T> x = MakeInput<T>(Case{g, window, edge, true, cma::GpuKernel::kAuto}, rng);
+  const cma::Geometry state_view{g.outer, window - 1, g.inner};
+  std::vector<T> history =
+      MakeInput<T>(Case{state_view, window, edge, false, cma::GpuKernel::kAuto}, rng);
+  const int64_t n = x.size(), h = history.size();
+  std::vector<T> expected(n), expected_next(h), got(n), got_next(h);
+  std::vector<double> abs_x(n), abs_history(h), magnitude(n), magnitude_next(h);
+  for (int64_t i = 0; i < n; ++i) abs_x[i] = std::fabs(ToDouble(x[i]));
+  for (int64_t i = 0; i < h; ++i) abs_history[i] = std::fabs(ToDouble(history[i]));
+  // s[0] is the step count, s[1] receives the next one.
+  const auto stream_call = [&](const void* xs, void* ys, const void* hs, int64_t* s, void* next) {
+    cma::Call call = CallOf<T>(g, window, edge, static_cast<const T*>(xs), static_cast<T*>(ys));
+    call.stream = true;
+    call.history = hs;
+    call.seen = s;
+    call.next_history = next;
+    call.next_seen = s + 1;
+    return call;
+  };
+  int64_t counts[2] = {seen, -1};
+  const auto on_cpu = [&](const cma::Call& call) {
+    std::vector<char> scratch(cma::CpuScratchBytes(call));
+    cma::ComputeOnCpu<__half, __nv_bfloat16>(call, scratch.data(), 1, [](int64_t, const auto&) {});
+  };
+  on_cpu(stream_call(x.data(), expected.data(), history.data(), counts, expected_next.data()));
+  cma::Call magnitude_call = stream_call(abs_x.data(), magnitude.data(), abs_history.data(), counts,
+                                         magnitude_next.data());
+  magnitude_call.dtype = cma::DType::kFloat64;
+  on_cpu(magnitude_call);
+  T *dx, *dy, *dh, *dnext;
+  int64_t* dseen;
+  void* scratch;
+  CHECK_CUDA(cudaMalloc(&dx, n * sizeof(T) + 1));
+  CHECK_CUDA(cudaMalloc(&dy, n * sizeof(T) + 1));
+  CHECK_CUDA(cudaMalloc(&dh, h * sizeof(T) + 1));
+  CHECK_CUDA(cudaMalloc(&dnext, h * sizeof(T) + 1));
+  CHECK_CUDA(cudaMalloc(&dseen, 2 * sizeof(int64_t)));
+  CHECK_CUDA(cudaMemcpy(dx, x.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(dh, history.data(), h * sizeof(T), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(dseen, &seen, sizeof(int64_t), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemset(dy, 0xFF, n * sizeof(T)));
+  const cma::Call call = stream_call(dx, dy, dh, dseen, dnext);
+  const int64_t scratch_bytes = cma::GpuScratchBytes(call);
+  CHECK_CUDA(cudaMalloc(&scratch, scratch_bytes + 1));
+  CHECK_CUDA(cudaMemset(scratch, 0x7B, scratch_bytes + 1));
+  CHECK_LAUNCH(cma::LaunchOnGpu(call, nullptr, scratch));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  CHECK_CUDA(cudaMemcpy(got.data(), dy, n * sizeof(T), cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(got_next.data(), dnext, h * sizeof(T), cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaMemcpy(counts, dseen, 2 * sizeof(int64_t), cudaMemcpyDeviceToHost));
+  for (void* p : {static_cast<void*>(dx), static_cast<void*>(dy), static_cast<void*>(dh),
+                  static_cast<void*>(dnext), static_cast<void*>(dseen), scratch}) {
+    CHECK_CUDA(cudaFree(p));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const double e = ToDouble(expected[i]), v = ToDouble(got[i]);
+    const bool same_special = (std::isnan(e) && std::isnan(v)) || (std::isinf(e) && e == v);
+    const bool close = std::isfinite(e) && std::isfinite(v) &&
+                       std::fabs(v - e) <= InfoOf<T>().tolerance * magnitude[i] + 1e-30;
+    if (!same_special && !close) {
+      char message[200];
+      std::snprintf(message, sizeof(message), "element %lld: gpu %.17g, cpu %.17g", (long long)i, v,
+                    e);
+      return message;
+    }
+  }
+  if (h > 0 && std::memcmp(got_next.data(), expected_next.data(), h * sizeof(T)) != 0) {
+    return "the next state differs from the CPU's";
+  }
+  if (counts[1] != seen + g.steps) return "the next step count is wrong";
+  return "";
+}
+
+// Packed sequences on the GPU (ids in device memory) against the CPU core. Empty: passed.
+template <typename T>
+std::string CheckSegments(cma::Geometry g, int64_t window, cma::Edge edge, std::mt19937_64& rng) {
+  const std::vector<T> x = MakeInput<T>(Case{g, window, edge, true, cma::GpuKernel::kAuto}, rng);
+  const int64_t n = x.size();
+  std::vector<int64_t> ids(g.outer * g.steps);
+  for (size_t k = 0; k < ids.size(); ++k) ids[k] = k == 0 || rng() % 50 ? (k ? ids[k - 1] : 0) : k;
+  std::vector<T> expected(n), got(n);
+  std::vector<double> abs_x(n), magnitude(n);
+  for (int64_t i = 0; i < n; ++i) abs_x[i] = std::fabs(ToDouble(x[i]));
+  const auto call_of = [&](const void* xs, void* ys, const int64_t* id_data) {
+    cma::Call call = CallOf<T>(g, window, edge, static_cast<const T*>(xs), static_cast<T*>(ys));
+    call.ids_kind = cma::Call::Ids::kInt64;
+    call.segment_ids = id_data;
+    return call;
+  };
+  const auto serial = [](int64_t, const auto&) {};
+  cma::ComputeOnCpu<__half, __nv_bfloat16>(call_of(x.data(), expected.data(), ids.data()), nullptr,
+                                           1, serial);
+  cma::Call magnitude_call = call_of(abs_x.data(), magnitude.data(), ids.data());
+  magnitude_call.dtype = cma::DType::kFloat64;
+  cma::ComputeOnCpu<__half, __nv_bfloat16>(magnitude_call, nullptr, 1, serial);
+  T *dx, *dy;
+  int64_t* dids;
+  CHECK_CUDA(cudaMalloc(&dx, n * sizeof(T) + 1));
+  CHECK_CUDA(cudaMalloc(&dy, n * sizeof(T) + 1));
+  CHECK_CUDA(cudaMalloc(&dids, ids.size() * sizeof(int64_t) + 1));
+  CHECK_CUDA(cudaMemcpy(dx, x.data(), n * sizeof(T), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(dids, ids.data(), ids.size() * sizeof(int64_t), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemset(dy, 0xFF, n * sizeof(T)));
+  CHECK_LAUNCH(cma::LaunchOnGpu(call_of(dx, dy, dids), nullptr, nullptr));
+  CHECK_CUDA(cudaDeviceSynchronize());
+  CHECK_CUDA(cudaMemcpy(got.data(), dy, n * sizeof(T), cudaMemcpyDeviceToHost));
+  CHECK_CUDA(cudaFree(dx));
+  CHECK_CUDA(cudaFree(dy));
+  CHECK_CUDA(cudaFree(dids));
+  for (int64_t i = 0; i < n; ++i) {
+    const double e = ToDouble(expected[i]), v = ToDouble(got[i]);
+    const bool same_special = (std::isnan(e) && std::isnan(v)) || (std::isinf(e) && e == v);
+    const bool close = std::isfinite(e) && std::isfinite(v) &&
+                       std::fabs(v - e) <= InfoOf<T>().tolerance * magnitude[i] + 1e-30;
+    if (!same_special && !close) {
+      char message[200];
+      std::snprintf(message, sizeof(message), "element %lld: gpu %.17g, cpu %.17g", (long long)i, v,
+                    e);
+      return message;
+    }
+  }
+  return "";
+}
+
+template <typename T>
+void RunSegments(int* passed, int* failed) {
+  std::mt19937_64 rng(11);
+  for (const cma::Geometry g : {cma::Geometry{1, 5000, 1}, cma::Geometry{2, 700, 40}}) {
+    for (const int64_t window : {1, 3, 100}) {
+      for (const cma::Edge edge : {cma::Edge::kZeros, cma::Edge::kPartial}) {
+        const std::string error = CheckSegments<T>(g, window, edge, rng);
+        if (error.empty()) {
+          ++*passed;
+        } else {
+          ++*failed;
+          std::printf("FAIL %s segments [%lld, %lld, %lld] W=%lld edge=%s: %s\n", InfoOf<T>().name,
+                      (long long)g.outer, (long long)g.steps, (long long)g.inner, (long long)window,
+                      cma::NameOf(edge), error.c_str());
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+void RunStreams(int* passed, int* failed) {
+  std::mt19937_64 rng(7);
+  for (const cma::Geometry g : {cma::Geometry{1, 5000, 1}, cma::Geometry{3, 1, 8},
+                                cma::Geometry{2, 700, 40}, cma::Geometry{4, 30, 3}}) {
+    for (const int64_t window : {1, 3, 32, 100, 2000}) {
+      for (const cma::Edge edge : {cma::Edge::kZeros, cma::Edge::kPartial}) {
+        for (const int64_t seen : {int64_t{0}, int64_t{2}, int64_t{10000}}) {
+          const std::string error = CheckStream<T>(g, window, edge, seen, rng);
+          if (error.empty()) {
+            ++*passed;
+          } else {
+            ++*failed;
+            std::printf("FAIL %s stream [%lld, %lld, %lld] W=%lld edge=%s seen=%lld: %s\n",
+                        InfoOf<T>().name, (long long)g.outer, (long long)g.steps,
+                        (long long)g.inner, (long long)window, cma::NameOf(edge), (long long)seen,
+                        error.c_str());
+          }
+        }
+      }
+    }
+  }
+}
+
 template <typename T>
 void RunMatrix(bool quick, int* passed, int* failed) {
   const std::vector<cma::Geometry> shapes =
@@ -286,6 +459,11 @@ int main(int argc, char** argv) {
   RunMatrix<double>(quick, &passed, &failed);
   RunMatrix<__half>(quick, &passed, &failed);
   RunMatrix<__nv_bfloat16>(quick, &passed, &failed);
+  RunStreams<float>(&passed, &failed);
+  RunStreams<double>(&passed, &failed);
+  RunStreams<__half>(&passed, &failed);
+  RunSegments<float>(&passed, &failed);
+  RunSegments<double>(&passed, &failed);
   std::printf("correctness: %d passed, %d failed\n", passed, failed);
 
   std::printf(

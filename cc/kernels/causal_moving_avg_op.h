@@ -81,15 +81,86 @@ inline absl::Status ViewOf(absl::Span<const int64_t> dims, int64_t axis, Geometr
   return absl::OkStatus();
 }
 
-// Computes a checked, non-empty call on one device; defined per device.
-template <typename Device>
-struct LaunchCausalMovingAvg {
-  absl::Status operator()(::tensorflow::OpKernelContext* ctx, const Call& call);
-};
+// The shape of a stream's state for x: x's with the averaged axis W - 1 long.
+inline ::tensorflow::TensorShape HistoryShapeOf(const ::tensorflow::TensorShape& x, int64_t axis,
+                                                int64_t window) {
+  ::tensorflow::TensorShape shape = x;
+  shape.set_dim(axis < 0 ? axis + x.dims() : axis, window - 1);
+  return shape;
+}
 
-// One kernel class per device for every dtype: it describes the call (cc/core/call.h) and hands
-// it to the device's launcher.
+// Reads a stream's state (the CausalMovingAvgStream op's inputs 1 and 2) into `call`, with its
+// next state's outputs (1 and 2); an error names what does not fit x.
+inline absl::Status ReadStream(::tensorflow::OpKernelContext* ctx, int64_t axis, bool on_host,
+                               Call* call) {
+  const ::tensorflow::Tensor& x = ctx->input(0);
+  const ::tensorflow::Tensor& history = ctx->input(1);
+  const ::tensorflow::Tensor& seen = ctx->input(2);
+  const ::tensorflow::TensorShape expected = HistoryShapeOf(x.shape(), axis, call->window);
+  if (history.shape() != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CausalMovingAvg: the state's history has shape ", history.shape().DebugString(),
+        ", but x of shape ", x.shape().DebugString(), " with window ", call->window, " needs ",
+        expected.DebugString(),
+        " (x's shape with the averaged axis window - 1 long): a state from another window, "
+        "batch or channel count?"));
+  }
+  if (seen.dims() != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CausalMovingAvg: the state's step count must be a scalar, got shape ",
+                     seen.shape().DebugString()));
+  }
+  if (on_host && seen.scalar<int64_t>()() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CausalMovingAvg: the state's step count must be >= 0, got ", seen.scalar<int64_t>()()));
+  }
+  ::tensorflow::Tensor *next = nullptr, *next_seen = nullptr;
+  TF_RETURN_IF_ERROR(ctx->allocate_output(1, expected, &next));
+  TF_RETURN_IF_ERROR(ctx->allocate_output(2, ::tensorflow::TensorShape({}), &next_seen));
+  call->stream = true;
+  call->history = history.data();
+  call->seen = seen.scalar<int64_t>().data();
+  call->next_history = next->data();
+  call->next_seen = next_seen->scalar<int64_t>().data();
+  return absl::OkStatus();
+}
+
+// The prefix of x's shape that sequence ids have: the dimensions up to and including the axis.
+inline ::tensorflow::TensorShape IdsShapeOf(const ::tensorflow::TensorShape& x, int64_t axis) {
+  ::tensorflow::TensorShape shape;
+  const int64_t last = axis < 0 ? axis + x.dims() : axis;
+  for (int64_t d = 0; d <= last; ++d) shape.AddDim(x.dim_size(d));
+  return shape;
+}
+
+// Reads sequence ids (the CausalMovingAvgSegments op's input 1) into `call`.
+inline absl::Status ReadSegments(::tensorflow::OpKernelContext* ctx, int64_t axis, Call* call) {
+  const ::tensorflow::Tensor& x = ctx->input(0);
+  const ::tensorflow::Tensor& ids = ctx->input(1);
+  const ::tensorflow::TensorShape expected = IdsShapeOf(x.shape(), axis);
+  if (ids.shape() != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CausalMovingAvg: segment_ids has shape ", ids.shape().DebugString(), ", but x of shape ",
+        x.shape().DebugString(), " averaged along axis ", axis, " needs ", expected.DebugString(),
+        " (x's dimensions up to and including the axis)"));
+  }
+  call->ids_kind = ids.dtype() == ::tensorflow::DT_INT64 ? Call::Ids::kInt64 : Call::Ids::kInt32;
+  call->segment_ids = ids.data();
+  return absl::OkStatus();
+}
+
+// Computes a checked call on one device (non-empty, or a stream's state to carry); defined per
+// device, with kOnHost: whether the device's inputs are in host memory.
 template <typename Device>
+struct LaunchCausalMovingAvg;
+
+// Which op a kernel runs: CausalMovingAvg (x), CausalMovingAvgStream (x and a stream's state in,
+// the next state out) or CausalMovingAvgSegments (x and sequence ids).
+enum class OpInputs { kX, kStream, kSegments };
+
+// One kernel class per device for every dtype and the three ops: it describes the call
+// (cc/core/call.h) and hands it to the device's launcher.
+template <typename Device, OpInputs kInputs>
 class CausalMovingAvgOp : public ::tensorflow::OpKernel {
  public:
   explicit CausalMovingAvgOp(::tensorflow::OpKernelConstruction* ctx) : OpKernel(ctx) {
@@ -102,12 +173,18 @@ class CausalMovingAvgOp : public ::tensorflow::OpKernel {
     OP_REQUIRES_OK(ctx, ViewOf(x.shape().dim_sizes(), axis_, &view));
     ::tensorflow::Tensor* y = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &y));
-    const Call call{view, DTypeOfTf(x.dtype()), window_, edge_, x.data(), y->data()};
+    Call call{view, DTypeOfTf(x.dtype()), window_, edge_, x.data(), y->data()};
+    if constexpr (kInputs == OpInputs::kStream) {
+      OP_REQUIRES_OK(ctx, ReadStream(ctx, axis_, LaunchCausalMovingAvg<Device>::kOnHost, &call));
+    }
+    if constexpr (kInputs == OpInputs::kSegments) {
+      OP_REQUIRES_OK(ctx, ReadSegments(ctx, axis_, &call));
+    }
     if (const std::string problem = CheckCall(call); !problem.empty()) {
       ctx->CtxFailure(absl::InvalidArgumentError("CausalMovingAvg: " + problem));
       return;
     }
-    if (call.Elements() == 0) return;
+    if (call.Elements() == 0 && !call.IsStream()) return;
     OP_REQUIRES_OK(ctx, LaunchCausalMovingAvg<Device>()(ctx, call));
   }
 
@@ -119,13 +196,18 @@ class CausalMovingAvgOp : public ::tensorflow::OpKernel {
 
 }  // namespace causal_moving_avg
 
-// Registers the op's kernel on a device for every dtype of the list (cc/core/types.h).
-#define CMA_REGISTER_KERNEL_FOR_DTYPE(DEVICE_NAME, DEVICE_TYPE, enumerator)                       \
+// Registers the three ops' kernels on a device for every dtype of the list (cc/core/types.h).
+#define CMA_REGISTER_KERNEL_FOR_DTYPE(DEVICE_NAME, DEVICE_TYPE, enumerator)                        \
+  CMA_REGISTER_ONE_KERNEL("CausalMovingAvg", DEVICE_NAME, DEVICE_TYPE, enumerator, kX);            \
+  CMA_REGISTER_ONE_KERNEL("CausalMovingAvgStream", DEVICE_NAME, DEVICE_TYPE, enumerator, kStream); \
+  CMA_REGISTER_ONE_KERNEL("CausalMovingAvgSegments", DEVICE_NAME, DEVICE_TYPE, enumerator,         \
+                          kSegments)
+#define CMA_REGISTER_ONE_KERNEL(OP, DEVICE_NAME, DEVICE_TYPE, enumerator, INPUTS)                 \
   REGISTER_KERNEL_BUILDER(                                                                        \
-      Name("CausalMovingAvg")                                                                     \
+      Name(OP)                                                                                    \
           .Device(DEVICE_NAME)                                                                    \
           .TypeConstraint<::causal_moving_avg::TfTypeOf<::causal_moving_avg::DType::enumerator>>( \
               "T"),                                                                               \
-      ::causal_moving_avg::CausalMovingAvgOp<DEVICE_TYPE>)
+      ::causal_moving_avg::CausalMovingAvgOp<DEVICE_TYPE, ::causal_moving_avg::OpInputs::INPUTS>)
 
 #endif  // CAUSAL_MOVING_AVG_CC_KERNELS_CAUSAL_MOVING_AVG_OP_H_

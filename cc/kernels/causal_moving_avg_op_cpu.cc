@@ -14,10 +14,19 @@ using CPUDevice = Eigen::ThreadPoolDevice;
 
 template <>
 struct LaunchCausalMovingAvg<CPUDevice> {
+  static constexpr bool kOnHost = true;
+
   absl::Status operator()(::tensorflow::OpKernelContext* ctx, const Call& call) {
     const CPUDevice& device = ctx->eigen_device<CPUDevice>();
+    ::tensorflow::Tensor scratch;  // a stream's stage: a clear error if it cannot be allocated
+    const int64_t scratch_bytes = CpuScratchBytes(call);
+    if (scratch_bytes > 0) {
+      TF_RETURN_IF_ERROR(ctx->allocate_temp(::tensorflow::DT_UINT8,
+                                            ::tensorflow::TensorShape({scratch_bytes}), &scratch));
+    }
     ComputeOnCpu<TfTypeOf<DType::kFloat16>, TfTypeOf<DType::kBfloat16>>(
-        call, device.numThreads(), [&device](int64_t shards, const auto& run_shard) {
+        call, scratch_bytes > 0 ? scratch.flat<uint8_t>().data() : nullptr, device.numThreads(),
+        [&device](int64_t shards, const auto& run_shard) {
           // Shards are balanced and heavy (ShardCount keeps them large): one task each.
           const Eigen::TensorOpCost cost(0, 0, 1e9);
           device.parallelFor(shards, cost, [&run_shard](Eigen::Index begin, Eigen::Index end) {

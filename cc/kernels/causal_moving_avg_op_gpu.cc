@@ -12,6 +12,8 @@ using GPUDevice = Eigen::GpuDevice;
 
 template <>
 struct LaunchCausalMovingAvg<GPUDevice> {
+  static constexpr bool kOnHost = false;
+
   absl::Status operator()(::tensorflow::OpKernelContext* ctx, const Call& call) {
     ::tensorflow::Tensor scratch;
     const int64_t scratch_bytes = GpuScratchBytes(call);

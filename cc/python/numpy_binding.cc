@@ -29,8 +29,11 @@ namespace {
 // The host types of the 16-bit dtypes are NumPy's layouts (_Float16 is IEEE binary16, as
 // numpy.float16; bfloat16 arrays come from ml_dtypes, as TensorFlow's .numpy() gives them).
 void Compute(const cma::Call& call) {
+  // A stream's stage, allocated before the GIL is released so that a failure is a MemoryError.
+  std::vector<char> scratch;
+  scratch.resize(cma::CpuScratchBytes(call));
   py::gil_scoped_release release;
-  cma::ComputeOnCpu<_Float16, cma::HostBfloat16>(call,
+  cma::ComputeOnCpu<_Float16, cma::HostBfloat16>(call, scratch.data(),
                                                  std::max(1u, std::thread::hardware_concurrency()),
                                                  [](int64_t shards, const auto& run_shard) {
                                                    std::vector<std::thread> workers;
@@ -41,8 +44,21 @@ void Compute(const cma::Call& call) {
                                                  });
 }
 
-py::array CausalMovingAvg(const py::array& input, int64_t window, int64_t axis,
-                          const std::string& edge_name) {
+// x's C-contiguous view of the same dtype, copied only when the input has other strides.
+py::array ContiguousOf(const py::array& input, const char* what) {
+  const py::array contiguous = py::array::ensure(input, py::array::c_style);
+  if (!contiguous) {
+    throw py::type_error(std::string("causal_moving_avg: could not view ") + what +
+                         " as a C-contiguous array");
+  }
+  return contiguous;
+}
+
+// The average of `input`; with `history` (not None) a stream that had `seen` steps before it,
+// returning (y, next history).
+py::object CausalMovingAvg(const py::array& input, int64_t window, int64_t axis,
+                           const std::string& edge_name, const py::object& history, int64_t seen,
+                           const py::object& segment_ids) {
   cma::Edge edge;
   if (!cma::ParseName(edge_name.c_str(), &edge)) {
     throw py::value_error("causal_moving_avg: unknown edge '" + edge_name + "'");
@@ -52,23 +68,52 @@ py::array CausalMovingAvg(const py::array& input, int64_t window, int64_t axis,
   if (!cma::ParseName(dtype_name.c_str(), &dtype)) {
     throw py::type_error("causal_moving_avg: unsupported dtype " + dtype_name);
   }
-  // A C-contiguous view of the same dtype, copied only when the input has other strides.
-  const py::array x = py::array::ensure(input, py::array::c_style);
-  if (!x) {
-    throw py::type_error("causal_moving_avg: could not view the input as a C-contiguous array");
-  }
+  const py::array x = ContiguousOf(input, "the input");
   py::array y(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
   const std::vector<int64_t> dims(x.shape(), x.shape() + x.ndim());
-  const cma::Call call{cma::GeometryOf(dims.data(), x.ndim(), axis),
-                       dtype,
-                       window,
-                       edge,
-                       x.data(),
-                       y.mutable_data()};
+  cma::Call call{cma::GeometryOf(dims.data(), x.ndim(), axis),
+                 dtype,
+                 window,
+                 edge,
+                 x.data(),
+                 y.mutable_data()};
+  py::array state, next_state;
+  int64_t next_seen = 0;
+  if (!history.is_none()) {
+    // Checked in Python: same dtype, x's shape with the axis window - 1 long, seen >= 0.
+    state = ContiguousOf(history.cast<py::array>(), "the state's history");
+    std::vector<py::ssize_t> state_shape(x.shape(), x.shape() + x.ndim());
+    state_shape[axis] = window - 1;
+    if (!state.dtype().is(x.dtype()) ||
+        !std::equal(state_shape.begin(), state_shape.end(), state.shape())) {
+      throw py::value_error("causal_moving_avg: the state's history does not fit x and window");
+    }
+    next_state = py::array(x.dtype(), state_shape);
+    call.stream = true;
+    call.history = state.data();
+    call.seen = &seen;
+    call.next_history = next_state.mutable_data();
+    call.next_seen = &next_seen;
+  }
+  py::array ids;
+  if (!segment_ids.is_none()) {
+    // Checked in Python: int32 or int64, shape x.shape[:axis + 1].
+    ids = ContiguousOf(segment_ids.cast<py::array>(), "segment_ids");
+    const bool wide = ids.dtype().is(py::dtype::of<int64_t>());
+    if (!wide && !ids.dtype().is(py::dtype::of<int32_t>())) {
+      throw py::type_error("causal_moving_avg: segment_ids must be int32 or int64");
+    }
+    if (ids.ndim() != axis + 1 || !std::equal(x.shape(), x.shape() + axis + 1, ids.shape())) {
+      throw py::value_error("causal_moving_avg: segment_ids must have shape x.shape[:axis + 1]");
+    }
+    call.ids_kind = wide ? cma::Call::Ids::kInt64 : cma::Call::Ids::kInt32;
+    call.segment_ids = ids.data();
+  }
   if (const std::string problem = cma::CheckCall(call); !problem.empty()) {
     throw py::value_error("causal_moving_avg: " + problem);
   }
-  if (call.Elements() > 0) Compute(call);
+  if (call.Elements() > 0 || call.IsStream()) Compute(call);
+  if (call.IsStream()) return py::make_tuple(y, next_state, next_seen);
   return y;
 }
 
@@ -78,9 +123,12 @@ PYBIND11_MODULE(_numpy_core, m) {
   m.doc() =
       "CausalMovingAvg's C++ core for NumPy arrays (use causal_moving_avg.numpy_causal_moving_avg)";
   m.def("causal_moving_avg", &CausalMovingAvg, py::arg("x"), py::arg("window"), py::arg("axis"),
-        py::arg("edge"),
+        py::arg("edge"), py::arg("history") = py::none(), py::arg("seen") = 0,
+        py::arg("segment_ids") = py::none(),
         "Checked arguments only: x an ndarray of rank >= 1, window >= 1, 0 <= axis < x.ndim, "
-        "edge one of EDGES.");
+        "edge one of EDGES; with history (x's dtype and shape with the axis window - 1 long) "
+        "and seen >= 0, returns (y, next history, next seen); segment_ids (int32 or int64, shape "
+        "x.shape[:axis + 1]) cut the windows at sequence starts.");
   // The lists every binding expands (cc/core/types.h), for the Python checks.
   m.attr("EDGES") = py::tuple(
       py::cast(std::vector<std::string>(std::begin(cma::kEdgeNames), std::end(cma::kEdgeNames))));

@@ -28,6 +28,7 @@
 #include "cc/core/host_thread_block.h"
 #include "cc/core/numerics.h"
 #include "cc/core/plan.h"
+#include "cc/core/stream.h"
 #include "cc/core/tile_scan.h"
 #include "cc/core/types.h"
 
@@ -96,9 +97,9 @@ void Expect(const std::string& name, const std::vector<T>& got,
 
 // The GPU's tile scan for a narrow layout, both passes, run by the host executor.
 template <typename T>
-void TileScanOnHost(cma::Geometry g, int64_t window, cma::Edge edge, const T* x, T* y) {
+void TileScanOnHost(const cma::Call& call, const T* x, T* y) {
   using Sum = cma::SumOf<T>;
-  const cma::TileScanPlan plan = cma::MakeTileScanPlan<Sum>(CallOf<T>(g, window, edge, x, y));
+  const cma::TileScanPlan plan = cma::MakeTileScanPlan<Sum>(call);
   std::vector<double> shared(cma::TileScratch<Sum>::kBytes / sizeof(double) + 1);
   const auto scratch =
       cma::TileScratch<Sum>::Carve(reinterpret_cast<unsigned char*>(shared.data()));
@@ -228,8 +229,226 @@ void CheckCase(cma::Geometry g, int64_t window, cma::Edge edge, Extra extra, std
     // Poisoned twice (NaN, then a finite value) so an element the scan never wrote cannot pass.
     for (double poison : {static_cast<double>(NAN), 7777.0}) {
       std::vector<T> scanned(n, static_cast<T>(poison));
-      TileScanOnHost<T>(g, window, edge, x.data(), scanned.data());
+      TileScanOnHost<T>(CallOf<T>(g, window, edge, x.data(), scanned.data()), x.data(),
+                        scanned.data());
       Expect(std::string("tile-scan ") + label, scanned, want, magnitude, tolerance, floor);
+    }
+  }
+}
+
+// The GPU's kernels (gpu_launch.h's GpuKernel, which needs CUDA's headers).
+enum class GpuKernel { kRunning, kDirect, kTileScan };
+const char* const kGpuKernelNames[] = {"running", "direct", "tile-scan"};
+
+// One GPU kernel on a call, emulated on the host: the running kernel's units, every thread of the
+// direct kernel (a grid of 7), or the tile scan.
+template <typename T>
+void GpuKernelOnHost(GpuKernel kernel, const cma::Call& call) {
+  const T* x = static_cast<const T*>(call.x);
+  T* y = static_cast<T*>(call.y);
+  if (kernel == GpuKernel::kRunning) {
+    const cma::Plan plan = cma::MakeGpuPlan(call);
+    RunningUnitsOnHost<T>(plan, x, y, 0, plan.num_units);
+  } else if (kernel == GpuKernel::kDirect) {
+    for (int64_t first = 0; first < 7; ++first) cma::DirectMeansOfThread(call, x, y, first, 7);
+  } else {
+    TileScanOnHost<T>(call, x, y);
+  }
+}
+
+// The GPU launcher's stream (LaunchStream in gpu_kernels.cu) on the host, step by step with the
+// same element maps: the rest of x, the stage, its outputs into x's head, the next state.
+template <typename T>
+void GpuStreamOnHost(GpuKernel kernel, const cma::Call& call) {
+  GpuKernelOnHost<T>(kernel, cma::RestCall(call));
+  const cma::StreamStage stage = cma::StageOf(call);
+  if (stage.head_steps > 0) {
+    std::vector<T> stage_x(stage.Elements()), stage_y(stage.Elements(), static_cast<T>(NAN));
+    for (int64_t i = 0; i < stage.Elements(); ++i)
+      stage_x[i] = cma::StageInputAt<T>(call, stage, i);
+    GpuKernelOnHost<T>(kernel, cma::StageCall(call, stage_x.data(), stage_y.data()));
+    for (int64_t i = 0; i < call.view.outer * stage.head_steps * call.view.inner; ++i) {
+      static_cast<T*>(call.y)[cma::HeadOutputOf(call, stage, i)] =
+          stage_y[cma::StageOutputOf(call, stage, i)];
+    }
+  }
+  for (int64_t i = 0; i < call.view.outer * call.HistorySteps() * call.view.inner; ++i) {
+    static_cast<T*>(call.next_history)[i] = cma::NextHistoryAt<T>(call, i);
+  }
+  *call.next_seen = *call.seen + call.view.steps;  // NextHistoryKernel's thread 0
+}
+
+// A series cut in two at `cut`: the second part as a stream that continues the first (its state
+// the first part's last W - 1 inputs, zeros before the start), on the CPU and on every GPU kernel
+// emulated; each against the reference of the whole series, and the next state exactly the last
+// W - 1 inputs. Spikes and a NaN lie near the cut.
+template <typename T>
+void CheckStreams(std::mt19937_64& rng) {
+  std::normal_distribution<double> normal(100.0, 10.0);
+  const cma::Geometry shapes[] = {{1, 300, 1}, {3, 90, 5}, {2, 70, 40}};
+  for (const cma::Geometry whole : shapes) {
+    for (const int64_t window : {1, 2, 5, 33, 100, 400}) {
+      for (const cma::Edge edge : {cma::Edge::kZeros, cma::Edge::kPartial}) {
+        for (const int64_t cut :
+             {int64_t{0}, int64_t{1}, int64_t{3}, whole.steps / 2, whole.steps - 2}) {
+          const int64_t n = whole.outer * whole.steps * whole.inner;
+          std::vector<double> x64(n);
+          for (auto& v : x64) v = static_cast<T>(normal(rng));
+          const int64_t lane = rng() % whole.inner;
+          x64[(cut > 0 ? cut - 1 : 0) * whole.inner + lane] = 1e30;
+          x64[cma::Min64(cut + 1, whole.steps - 1) * whole.inner + lane] = NAN;
+          std::vector<double> abs_x(n);
+          for (int64_t i = 0; i < n; ++i) abs_x[i] = std::fabs(x64[i]);
+          const auto want = Reference(x64, whole, window, edge);
+          const auto magnitude = Reference(abs_x, whole, window, edge);
+          // The second part, its state, and what the whole series gives for it.
+          const cma::Geometry part{whole.outer, whole.steps - cut, whole.inner};
+          const int64_t h = window - 1;
+          std::vector<T> x(part.outer * part.steps * part.inner),
+              history(whole.outer * h * whole.inner);
+          std::vector<T> expected_next(history.size());
+          std::vector<long double> part_want(x.size()), part_magnitude(x.size());
+          for (int64_t o = 0; o < whole.outer; ++o) {
+            for (int64_t i = 0; i < whole.inner; ++i) {
+              for (int64_t t = 0; t < part.steps; ++t) {
+                const int64_t from = (o * whole.steps + cut + t) * whole.inner + i;
+                const int64_t to = (o * part.steps + t) * part.inner + i;
+                x[to] = static_cast<T>(x64[from]);
+                part_want[to] = want[from];
+                part_magnitude[to] = magnitude[from];
+              }
+              for (int64_t j = 0; j < h; ++j) {
+                const int64_t step = cut - h + j, next_step = whole.steps - h + j;
+                const int64_t k = (o * h + j) * whole.inner + i;
+                history[k] = step >= 0
+                                 ? static_cast<T>(x64[(o * whole.steps + step) * whole.inner + i])
+                                 : T(0);
+                expected_next[k] =
+                    next_step >= 0
+                        ? static_cast<T>(x64[(o * whole.steps + next_step) * whole.inner + i])
+                        : T(0);
+              }
+            }
+          }
+          const int64_t seen = cut;
+          char label[160];
+          std::snprintf(label, sizeof(label), "%s stream [%lld,%lld,%lld] cut %lld W=%lld %s",
+                        sizeof(T) == 8 ? "f64" : "f32", (long long)whole.outer,
+                        (long long)whole.steps, (long long)whole.inner, (long long)cut,
+                        (long long)window, cma::NameOf(edge));
+          const double tolerance = sizeof(T) == 8 ? 1e-14 : 1.2e-7;
+          int64_t next_seen = -1;
+          const auto check = [&](const std::string& path, const std::vector<T>& y,
+                                 const std::vector<T>& next) {
+            Expect(path + " " + label, y, part_want, part_magnitude, tolerance);
+            if (next_seen == whole.steps) {
+              ++passed;
+            } else {
+              ++failed;
+              PrintFailure("%s %s: next seen %lld", path.c_str(), label, (long long)next_seen);
+            }
+            next_seen = -1;
+            if (next.empty() ||
+                std::memcmp(next.data(), expected_next.data(), next.size() * sizeof(T)) == 0) {
+              ++passed;
+            } else {
+              ++failed;
+              PrintFailure("%s %s: the next state is not the last W - 1 inputs", path.c_str(),
+                           label);
+            }
+          };
+          const auto stream_call = [&](std::vector<T>* y, std::vector<T>* next) {
+            cma::Call call = CallOf<T>(part, window, edge, x.data(), y->data());
+            call.stream = true;
+            call.history = history.data();
+            call.seen = &seen;
+            call.next_history = next->data();
+            call.next_seen = &next_seen;
+            return call;
+          };
+          std::vector<T> y(x.size(), static_cast<T>(NAN)),
+              next(history.size(), static_cast<T>(NAN));
+          const cma::Call call = stream_call(&y, &next);
+          std::vector<char> scratch(cma::CpuScratchBytes(call));
+          cma::ComputeOnCpu<_Float16, cma::HostBfloat16>(call, scratch.data(), 1,
+                                                         [](int64_t, const auto&) {});
+          check("cpu", y, next);
+          for (const GpuKernel kernel :
+               {GpuKernel::kRunning, GpuKernel::kDirect, GpuKernel::kTileScan}) {
+            if (kernel == GpuKernel::kTileScan && whole.inner >= cma::kTileMaxInner) continue;
+            std::vector<T> gpu_y(x.size(), static_cast<T>(7777.0)), gpu_next(history.size(), T(0));
+            GpuStreamOnHost<T>(kernel, stream_call(&gpu_y, &gpu_next));
+            check(std::string("gpu-") + kGpuKernelNames[static_cast<int>(kernel)], gpu_y, gpu_next);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Packed sequences: random ids (runs of random lengths, 1-step ones included, ids that return to
+// an earlier value), int32 and int64, a NaN inside one sequence: the CPU (each sequence a call of
+// its own) and the GPU's direct kernel (the one kernel packed sequences take, emulated thread by
+// thread) against a long double reference that cuts each window at its sequence's start.
+template <typename T, typename Id>
+void CheckSegments(std::mt19937_64& rng) {
+  std::normal_distribution<double> normal(100.0, 10.0);
+  for (const cma::Geometry g : {cma::Geometry{1, 400, 1}, cma::Geometry{3, 120, 5},
+                                cma::Geometry{2, 90, 40}, cma::Geometry{4, 1, 2}}) {
+    for (const int64_t window : {1, 2, 7, 64, 1000}) {
+      for (const cma::Edge edge : {cma::Edge::kZeros, cma::Edge::kPartial}) {
+        const int64_t n = g.outer * g.steps * g.inner;
+        std::vector<T> x(n);
+        for (auto& v : x) v = static_cast<T>(normal(rng));
+        x[rng() % n] = static_cast<T>(NAN);
+        std::vector<Id> ids(g.outer * g.steps);
+        for (int64_t row = 0; row < g.outer; ++row) {
+          Id id = 0;
+          for (int64_t t = 0; t < g.steps; ++t) {
+            if (rng() % 9 == 0) id = static_cast<Id>(rng() % 3);  // may repeat: no new sequence
+            ids[row * g.steps + t] = id;
+          }
+        }
+        std::vector<long double> want(n), magnitude(n);
+        for (int64_t row = 0; row < g.outer; ++row) {
+          int64_t start = 0;
+          for (int64_t t = 0; t < g.steps; ++t) {
+            if (t > 0 && ids[row * g.steps + t] != ids[row * g.steps + t - 1]) start = t;
+            const int64_t first = std::max(start, t - window + 1);
+            const int64_t divisor = edge == cma::Edge::kPartial ? t - first + 1 : window;
+            for (int64_t i = 0; i < g.inner; ++i) {
+              long double sum = 0, abs_sum = 0;
+              for (int64_t j = first; j <= t; ++j) {
+                sum += x[(row * g.steps + j) * g.inner + i];
+                abs_sum +=
+                    std::fabs(static_cast<long double>(x[(row * g.steps + j) * g.inner + i]));
+              }
+              want[(row * g.steps + t) * g.inner + i] = sum / divisor;
+              magnitude[(row * g.steps + t) * g.inner + i] = abs_sum / divisor;
+            }
+          }
+        }
+        char label[160];
+        std::snprintf(label, sizeof(label), "%s ids%zu [%lld,%lld,%lld] W=%lld %s",
+                      sizeof(T) == 8 ? "f64" : "f32", sizeof(Id) * 8, (long long)g.outer,
+                      (long long)g.steps, (long long)g.inner, (long long)window, cma::NameOf(edge));
+        const double tolerance = sizeof(T) == 8 ? 1e-14 : 1.2e-7;
+        const auto call_of = [&](T* y) {
+          cma::Call call = CallOf<T>(g, window, edge, x.data(), y);
+          call.ids_kind = sizeof(Id) == 8 ? cma::Call::Ids::kInt64 : cma::Call::Ids::kInt32;
+          call.segment_ids = ids.data();
+          return call;
+        };
+        std::vector<T> cpu(n, static_cast<T>(7777.0));
+        cma::ComputeOnCpu<_Float16, cma::HostBfloat16>(call_of(cpu.data()), nullptr, 1,
+                                                       [](int64_t, const auto&) {});
+        Expect(std::string("cpu ") + label, cpu, want, magnitude, tolerance);
+        std::vector<T> direct(n, static_cast<T>(NAN));
+        for (int64_t first = 0; first < 7; ++first) {
+          cma::DirectMeansOfThread(call_of(direct.data()), x.data(), direct.data(), first, 7);
+        }
+        Expect(std::string("gpu-direct ") + label, direct, want, magnitude, tolerance);
+      }
     }
   }
 }
@@ -365,7 +584,8 @@ void CheckConstantRunsExact() {
           outputs.emplace_back("direct", direct);
           if (g.inner < cma::kTileMaxInner) {
             std::vector<T> scanned(n, static_cast<T>(NAN));
-            TileScanOnHost<T>(g, window, edge, x.data(), scanned.data());
+            TileScanOnHost<T>(CallOf<T>(g, window, edge, x.data(), scanned.data()), x.data(),
+                              scanned.data());
             outputs.emplace_back("tile-scan", scanned);
           }
           for (const auto& [path, y] : outputs) {
@@ -494,6 +714,10 @@ std::vector<TestCase> AllCases() {
     }
   }
   cases.push_back({"careful_path_keeps_float64_bits", CheckCarefulPathKeepsFloat64Bits});
+  cases.push_back({"streams/float32", CheckStreams<float>});
+  cases.push_back({"segments/float32/int32", CheckSegments<float, int32_t>});
+  cases.push_back({"segments/float64/int64", CheckSegments<double, int64_t>});
+  cases.push_back({"streams/float64", CheckStreams<double>});
   cases.push_back({"host_bfloat16", CheckHostBfloat16});
   cases.push_back({"nonfinite_just_before_units", CheckNonFiniteJustBeforeUnits});
   cases.push_back(

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cc/core/cpu.h"
 #include "cc/core/types.h"
 #include "cc/kernels/causal_moving_avg_op.h"
 #include "cc/xla/custom_call.h"
@@ -27,12 +28,18 @@ namespace {
 
 namespace tf = ::tensorflow;
 
+// The three ops (OpInputs) lower to the same custom call, with an empty state and empty ids where
+// the op has none.
+template <OpInputs kInputs>
 class CausalMovingAvgXlaOp : public tf::XlaOpKernel {
  public:
   explicit CausalMovingAvgXlaOp(tf::OpKernelConstruction* ctx)
       : XlaOpKernel(ctx), on_gpu_(ctx->device_type() == tf::DeviceType(tf::DEVICE_GPU_XLA_JIT)) {
     OP_REQUIRES_OK(ctx, ReadAttributes(ctx, &window_, &axis_, &edge_));
   }
+
+  static constexpr bool kStream = kInputs == OpInputs::kStream;
+  static constexpr bool kSegments = kInputs == OpInputs::kSegments;
 
   void Compile(tf::XlaOpKernelContext* ctx) override {
     absl::StatusOr<xla::Shape> input_shape = ctx->InputXlaShape(0);
@@ -50,6 +57,11 @@ class CausalMovingAvgXlaOp : public tf::XlaOpKernel {
     std::vector<std::pair<int64_t, xla::XlaOp>> dynamic_sizes;
     for (int64_t d = 0; d < static_cast<int64_t>(shape.dimensions().size()); ++d) {
       if (!shape.is_dynamic_dimension(d)) continue;
+      // A stream's next state is x's last steps: they must be real ones.
+      OP_REQUIRES(ctx, !kStream,
+                  absl::UnimplementedError(
+                      "CausalMovingAvg: a stream's state cannot follow x of a dynamic shape under "
+                      "XLA; give x a static shape, or run without jit_compile"));
       dynamic_sizes.emplace_back(d, xla::GetDimensionSize(x, d));
       x = xla::RemoveDynamicDimension(x, d);
       shape.set_dynamic_dimension(d, false);
@@ -57,24 +69,84 @@ class CausalMovingAvgXlaOp : public tf::XlaOpKernel {
 
     // Row-major operand and result, as the handlers read them; the scratch is the GPU's.
     *shape.mutable_layout() = xla::LayoutUtil::GetDefaultLayoutForShape(shape);
-    int64_t scratch_bytes = 0;
-#if GOOGLE_CUDA
-    if (on_gpu_ && xla::ShapeUtil::ElementsIn(shape) > 0) {
-      scratch_bytes = GpuScratchBytes(
-          Call{geometry, DTypeOfTf(ctx->input_type(0)), window_, edge_, nullptr, nullptr});
+    const xla::PrimitiveType type = shape.element_type();
+    // The state: x's shape with the averaged axis W - 1 long (an empty array for CausalMovingAvg).
+    xla::Shape history_shape = xla::ShapeUtil::MakeShapeWithDenseLayout(type, {0}, {0});
+    xla::XlaOp history, seen;
+    if constexpr (kStream) {
+      history_shape = shape;
+      history_shape.set_dimensions(axis_ < 0 ? axis_ + shape.dimensions().size() : axis_,
+                                   window_ - 1);
+      absl::StatusOr<xla::Shape> given = ctx->InputXlaShape(1);
+      OP_REQUIRES_OK(ctx, given.status());
+      OP_REQUIRES(ctx, xla::ShapeUtil::Compatible(*given, history_shape),
+                  absl::InvalidArgumentError(
+                      absl::StrCat("CausalMovingAvg: the state's history has shape ",
+                                   xla::ShapeUtil::HumanString(*given), ", but x of shape ",
+                                   xla::ShapeUtil::HumanString(shape), " with window ", window_,
+                                   " needs ", xla::ShapeUtil::HumanString(history_shape),
+                                   " (x's shape with the averaged axis window - 1 long)")));
+      history = ctx->Input(1);
+      seen = ctx->Input(2);
+    } else {
+      history = xla::Broadcast(
+          xla::ConvertElementType(xla::ConstantR0<float>(ctx->builder(), 0.0f), type), {0});
+      seen = xla::ConstantR0<int64_t>(ctx->builder(), 0);
     }
+    // Sequence ids: x's dimensions up to the axis (bounded dynamic ones at their bound, as x's).
+    xla::XlaOp ids = xla::Broadcast(xla::ConstantR0<int32_t>(ctx->builder(), 0), {0});
+    xla::Shape ids_shape = xla::ShapeUtil::MakeShapeWithDenseLayout(xla::S32, {0}, {0});
+    Call description{geometry, DTypeOfTf(ctx->input_type(0)), window_, edge_, nullptr, nullptr};
+    description.stream = kStream;
+    if constexpr (kSegments) {
+      absl::StatusOr<xla::Shape> given = ctx->InputXlaShape(1);
+      OP_REQUIRES_OK(ctx, given.status());
+      ids_shape = *given;
+      ids = ctx->Input(1);
+      const int64_t last = axis_ < 0 ? axis_ + shape.dimensions().size() : axis_;
+      bool fits = static_cast<int64_t>(ids_shape.dimensions().size()) == last + 1;
+      for (int64_t d = 0; fits && d <= last; ++d) {
+        fits = ids_shape.dimensions(d) == shape.dimensions(d);
+        if (ids_shape.is_dynamic_dimension(d)) {
+          ids = xla::RemoveDynamicDimension(ids, d);
+          ids_shape.set_dynamic_dimension(d, false);
+        }
+      }
+      OP_REQUIRES(
+          ctx, fits,
+          absl::InvalidArgumentError(absl::StrCat(
+              "CausalMovingAvg: segment_ids has shape ", xla::ShapeUtil::HumanString(ids_shape),
+              ", but x of shape ", xla::ShapeUtil::HumanString(shape),
+              " needs x's dimensions up to and "
+              "including axis ",
+              axis_)));
+      *ids_shape.mutable_layout() = xla::LayoutUtil::GetDefaultLayoutForShape(ids_shape);
+      description.ids_kind =
+          ids_shape.element_type() == xla::S64 ? Call::Ids::kInt64 : Call::Ids::kInt32;
+    }
+    int64_t scratch_bytes = CpuScratchBytes(description);
+#if GOOGLE_CUDA
+    if (on_gpu_) scratch_bytes = GpuScratchBytes(description);
 #endif
     const xla::Shape scratch =
         xla::ShapeUtil::MakeShapeWithDenseLayout(xla::U8, {scratch_bytes}, {0});
+    const xla::Shape seen_shape = xla::ShapeUtil::MakeShapeWithDenseLayout(xla::S64, {}, {});
     xla::XlaOp call = xla::CustomCallWithLayout(
-        ctx->builder(), kXlaTarget, {x}, xla::ShapeUtil::MakeTupleShape({shape, scratch}), {shape},
-        XlaAttributesText(XlaAttributesOf(geometry, window_, edge_)), /*has_side_effect=*/false,
+        ctx->builder(), kXlaTarget, {x, history, seen, ids},
+        xla::ShapeUtil::MakeTupleShape({shape, history_shape, seen_shape, scratch}),
+        {shape, history_shape, seen_shape, ids_shape},
+        XlaAttributesText(XlaAttributesOf(description)),
+        /*has_side_effect=*/false,
         /*output_operand_aliasing=*/{}, /*literal=*/nullptr, xla::CustomCallSchedule::SCHEDULE_NONE,
         xla::CustomCallApiVersion::API_VERSION_TYPED_FFI);
     xla::XlaOp y = xla::GetTupleElement(call, 0);
     for (const auto& [dimension, size] : dynamic_sizes)
       y = xla::SetDimensionSize(y, size, dimension);
     ctx->SetOutput(0, y);
+    if constexpr (kStream) {
+      ctx->SetOutput(1, xla::GetTupleElement(call, 1));
+      ctx->SetOutput(2, xla::GetTupleElement(call, 2));
+    }
   }
 
  private:
@@ -97,9 +169,17 @@ class CausalMovingAvgXlaOp : public tf::XlaOpKernel {
   Edge edge_ = Edge::kZeros;
 };
 
-tf::OpKernel* CreateXlaOp(tf::OpKernelConstruction* ctx) { return new CausalMovingAvgXlaOp(ctx); }
+template <OpInputs kInputs>
+tf::OpKernel* CreateXlaOp(tf::OpKernelConstruction* ctx) {
+  return new CausalMovingAvgXlaOp<kInputs>(ctx);
+}
 
-REGISTER_XLA_OP(Name("CausalMovingAvg").TypeConstraint("T", TfDataTypes()), CausalMovingAvgXlaOp);
+REGISTER_XLA_OP(Name("CausalMovingAvg").TypeConstraint("T", TfDataTypes()),
+                CausalMovingAvgXlaOp<OpInputs::kX>);
+REGISTER_XLA_OP(Name("CausalMovingAvgStream").TypeConstraint("T", TfDataTypes()),
+                CausalMovingAvgXlaOp<OpInputs::kStream>);
+REGISTER_XLA_OP(Name("CausalMovingAvgSegments").TypeConstraint("T", TfDataTypes()),
+                CausalMovingAvgXlaOp<OpInputs::kSegments>);
 
 // XLA turns REGISTER_XLA_OP registrations into kernels for its JIT devices once per process, at
 // the first XLA compile. A library loaded after that would have no XLA kernel ("No registered
@@ -117,11 +197,16 @@ const bool kLateRegistration = [] {
   if (!XlaKernelsAlreadyBuilt()) return false;
   for (const char* device : {tf::DEVICE_CPU_XLA_JIT, tf::DEVICE_GPU_XLA_JIT}) {
     if (!tf::XlaOpRegistry::IsBackendRegistered(device)) continue;
-    const tf::KernelDef* kernel = tf::register_kernel::Name("CausalMovingAvg")
-                                      .Device(device)
-                                      .TypeConstraint("T", TfDataTypes())
-                                      .Build();
-    new tf::kernel_factory::OpKernelRegistrar(kernel, "CausalMovingAvgXlaOp", CreateXlaOp);
+    const std::pair<const char*, tf::OpKernel* (*)(tf::OpKernelConstruction*)> ops[] = {
+        {"CausalMovingAvg", CreateXlaOp<OpInputs::kX>},
+        {"CausalMovingAvgStream", CreateXlaOp<OpInputs::kStream>},
+        {"CausalMovingAvgSegments", CreateXlaOp<OpInputs::kSegments>},
+    };
+    for (const auto& [name, factory] : ops) {
+      const tf::KernelDef* kernel =
+          tf::register_kernel::Name(name).Device(device).TypeConstraint("T", TfDataTypes()).Build();
+      new tf::kernel_factory::OpKernelRegistrar(kernel, "CausalMovingAvgXlaOp", factory);
+    }
   }
   return true;
 }();

@@ -9,13 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "cc/core/call.h"
 #include "cc/core/types.h"
 #include "xla/ffi/api/c_api.h"
 
 namespace causal_moving_avg {
 
-// The custom call's target. Its operand is x; its results are y and a byte scratch buffer for
-// the GPU's tile sums (empty elsewhere), both allocated by XLA.
+// The custom call's target. Its operands are x, a stream's history and step count (an empty
+// array and 0 when x starts its sequence), and sequence ids (an empty array without); its results
+// are y, the stream's next history (empty likewise), its next step count and a byte scratch buffer
+// (a stream's stage, the GPU's tile sums), all allocated by XLA.
 inline constexpr char kXlaTarget[] = "causal_moving_avg";
 inline constexpr char kXlaHostPlatform[] = "Host";
 inline constexpr char kXlaCudaPlatform[] = "CUDA";
@@ -26,6 +29,8 @@ inline constexpr char kXlaCudaPlatform[] = "CUDA";
 #define CMA_FOR_EACH_XLA_ATTRIBUTE(X) \
   X(int64_t, window, "i64")           \
   X(int32_t, edge, "i32")             \
+  X(int32_t, stream, "i32")           \
+  X(int32_t, ids, "i32")              \
   X(int64_t, outer, "i64")            \
   X(int64_t, steps, "i64")            \
   X(int64_t, inner, "i64")
@@ -36,10 +41,14 @@ struct XlaCallAttributes {
 #undef CMA_XLA_MEMBER
 };
 
-inline XlaCallAttributes XlaAttributesOf(Geometry view, int64_t window, Edge edge) {
+// From a call's description (pointers unused).
+inline XlaCallAttributes XlaAttributesOf(const Call& call) {
   XlaCallAttributes attributes;
-  attributes.window = window;
-  attributes.edge = static_cast<int32_t>(edge);
+  const Geometry& view = call.view;
+  attributes.window = call.window;
+  attributes.edge = static_cast<int32_t>(call.edge);
+  attributes.stream = call.IsStream() ? 1 : 0;
+  attributes.ids = static_cast<int32_t>(call.ids_kind);
   attributes.outer = view.outer;
   attributes.steps = view.steps;
   attributes.inner = view.inner;
@@ -47,7 +56,8 @@ inline XlaCallAttributes XlaAttributesOf(Geometry view, int64_t window, Edge edg
 }
 
 // The attributes as the MLIR dictionary of the custom call's opaque string, e.g. `{window = 3 :
-// i64, edge = 0 : i32, outer = 2 : i64, steps = 50 : i64, inner = 3 : i64}`.
+// i64, edge = 0 : i32, stream = 0 : i32, ids = 0 : i32, outer = 2 : i64, steps = 50 : i64, inner =
+// 3 : i64}`.
 inline std::string XlaAttributesText(const XlaCallAttributes& attributes) {
   std::string text;
 #define CMA_XLA_WRITE(type, name, mlir_type)                         \

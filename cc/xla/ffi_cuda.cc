@@ -17,11 +17,14 @@ namespace {
 
 namespace ffi = ::xla::ffi;
 
-ffi::Error CudaCall(cudaStream_t stream, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
+ffi::Error CudaCall(cudaStream_t stream, ffi::AnyBuffer x, ffi::AnyBuffer history,
+                    ffi::AnyBuffer seen, ffi::AnyBuffer ids, ffi::Result<ffi::AnyBuffer> y,
+                    ffi::Result<ffi::AnyBuffer> next_history, ffi::Result<ffi::AnyBuffer> next_seen,
                     ffi::Result<ffi::AnyBuffer> scratch, XlaCallAttributes attributes) {
   Call call;
-  if (ffi::Error error = ReadXlaCall(x, *y, attributes, &call); error.failure()) return error;
-  if (call.Elements() == 0) return ffi::Error::Success();
+  XlaBuffers buffers{x, history, seen, ids, y, next_history, next_seen, scratch};
+  if (ffi::Error error = ReadXlaCall(buffers, attributes, &call); error.failure()) return error;
+  if (call.Elements() == 0 && !call.IsStream()) return ffi::Error::Success();
   const int64_t scratch_bytes = GpuScratchBytes(call);
   if (static_cast<int64_t>(scratch->size_bytes()) < scratch_bytes) {
     return ffi::Error::Internal("CausalMovingAvg: XLA's scratch buffer holds " +
@@ -41,7 +44,9 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(
 // made its device's context current): prepares the device, so that the kernels' module is not
 // loaded lazily inside a step. The execute handler prepares too, for a runtime that skips this
 // stage; preparing is once per device and process.
-ffi::Error CudaInitialize(ffi::AnyBuffer, ffi::Result<ffi::AnyBuffer>, ffi::Result<ffi::AnyBuffer>,
+ffi::Error CudaInitialize(ffi::AnyBuffer, ffi::AnyBuffer, ffi::AnyBuffer, ffi::AnyBuffer,
+                          ffi::Result<ffi::AnyBuffer>, ffi::Result<ffi::AnyBuffer>,
+                          ffi::Result<ffi::AnyBuffer>, ffi::Result<ffi::AnyBuffer>,
                           XlaCallAttributes) {
   int sm_count = 0;
   const GpuStatus status = PrepareCurrentGpu(&sm_count);

@@ -48,17 +48,26 @@ void RunShardsOnPool(ffi::ThreadPool& pool, int64_t shards, const RunShard& run_
   progress->all_done.wait(lock, [&] { return progress->done == shards; });
 }
 
-ffi::Error HostCall(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::Result<ffi::AnyBuffer> y,
-                    ffi::Result<ffi::AnyBuffer> /*scratch: the GPU's only*/,
-                    XlaCallAttributes attributes) {
+ffi::Error HostCall(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffer history,
+                    ffi::AnyBuffer seen, ffi::AnyBuffer ids, ffi::Result<ffi::AnyBuffer> y,
+                    ffi::Result<ffi::AnyBuffer> next_history, ffi::Result<ffi::AnyBuffer> next_seen,
+                    ffi::Result<ffi::AnyBuffer> scratch, XlaCallAttributes attributes) {
   Call call;
-  if (ffi::Error error = ReadXlaCall(x, *y, attributes, &call); error.failure()) return error;
-  if (call.Elements() == 0) return ffi::Error::Success();
+  XlaBuffers buffers{x, history, seen, ids, y, next_history, next_seen, scratch};
+  if (ffi::Error error = ReadXlaCall(buffers, attributes, &call); error.failure()) return error;
+  if (call.Elements() == 0 && !call.IsStream()) return ffi::Error::Success();
+  if (call.IsStream() && *call.seen < 0) {
+    return ffi::Error::InvalidArgument(
+        "CausalMovingAvg: the state's step count must be >= 0, got " + std::to_string(*call.seen));
+  }
+  if (static_cast<int64_t>(scratch->size_bytes()) < CpuScratchBytes(call)) {
+    return ffi::Error::Internal("CausalMovingAvg: XLA's scratch buffer is smaller than the stage");
+  }
   // The TF CPU kernel's types, so the same instantiations of the core run. Shards are claimed as
   // threads come free, so several per thread even out the load whether or not the calling thread
   // is one of the pool's.
   ComputeOnCpu<TfTypeOf<DType::kFloat16>, TfTypeOf<DType::kBfloat16>>(
-      call, 4 * pool.num_threads(),
+      call, scratch->untyped_data(), 4 * pool.num_threads(),
       [&pool](int64_t shards, const auto& run_shard) { RunShardsOnPool(pool, shards, run_shard); });
   return ffi::Error::Success();
 }

@@ -15,20 +15,25 @@ import importlib.abc
 import sys
 import warnings
 
-from causal_moving_avg._numpy import numpy_causal_moving_avg
+from causal_moving_avg._history import StreamState
+from causal_moving_avg._numpy import numpy_causal_moving_avg, numpy_stream_state
 
 __version__ = "0.1.0"
 __all__ = [
     "CausalMovingAverage",
+    "StreamState",
     "build_info",
     "causal_moving_avg",
     "library_path",
     "numpy_causal_moving_avg",
+    "numpy_stream_state",
+    "stream_state",
 ]
 
 # Names whose modules import TensorFlow (and, for the layer, Keras), loaded on first access.
 _LAZY = {
     "causal_moving_avg": "causal_moving_avg._api",
+    "stream_state": "causal_moving_avg._api",
     "build_info": "causal_moving_avg._loader",
     "library_path": "causal_moving_avg._loader",
     "CausalMovingAverage": "causal_moving_avg.layers",

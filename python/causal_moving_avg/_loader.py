@@ -66,6 +66,18 @@ def _causal_moving_avg_gradient(op, grad):  # noqa: ARG001 (TensorFlow's signatu
     return [None]
 
 
+@tf.RegisterGradient("CausalMovingAvgSegments")
+def _causal_moving_avg_segments_gradient(op, grad):  # noqa: ARG001
+    """No gradient for x (ids have none)."""
+    return [None, None]
+
+
+@tf.RegisterGradient("CausalMovingAvgStream")
+def _causal_moving_avg_stream_gradient(op, *grads):  # noqa: ARG001
+    """No gradient for x, the state's history or its step count either."""
+    return [None, None, None]
+
+
 def build_info() -> dict:
     """What the loaded library was built with.
 
