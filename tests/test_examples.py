@@ -51,3 +51,24 @@ def test_a_stream_in_chunks_and_one_sample_at_a_time_give_one_call_s_averages():
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "steps seen" in result.stdout
+
+
+def test_packed_training_data_gives_each_sequence_its_own_averages():
+    import packed_sequences
+
+    from conftest import reference_moving_avg
+
+    rng = np.random.default_rng(3)
+    sequences = [rng.standard_normal((int(rng.integers(1, 60)), 2)).astype(np.float32) for _ in range(20)]
+    packed, ids, placements = packed_sequences.pack(sequences, row_steps=128)
+    import causal_moving_avg as cma
+
+    averages = cma.causal_moving_avg(packed, window=5, edge="partial", segment_ids=ids).numpy()
+    for k, (row, start, length) in enumerate(placements):
+        expected = reference_moving_avg(sequences[k][None], 5, 1, "partial")[0]
+        np.testing.assert_allclose(averages[row, start : start + length], expected, rtol=2e-6, atol=2e-6)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "packed_sequences.py")], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "largest difference: 0.0" in result.stdout

@@ -120,15 +120,20 @@ class ScopedSubnormals {
 // windows summed directly, in float64). A float64 window whose finite values overflow a partial sum
 // (values of 2^960 or more) takes its mean from the lane's inputs scaled by 2^-64
 // (RedoOverflowed).
+// `scratch` holds ScratchSumsOf(plan) sums.
+inline int64_t ScratchSumsOf(const Plan& plan) {
+  return SplitLayoutFor(SummedWindow(plan.call), plan.unit_lanes).ScratchSums(plan.unit_lanes);
+}
+
 template <typename T>
-inline void ComputeUnitRange(const Plan& plan, const T* x, T* y, int64_t begin, int64_t end) {
+inline void ComputeUnitRangeWith(const Plan& plan, const T* x, T* y, int64_t begin, int64_t end,
+                                 SplitSumOf<T>* scratch) {
 #if !defined(__CUDA_ARCH__)  // host code (CUDA sources that include this file compile it twice)
   using Sum = SplitSumOf<T>;
   const Call& call = plan.call;
   const int64_t summed = SummedWindow(call);
   const SplitLayout layout = SplitLayoutFor(summed, plan.unit_lanes);
   const auto divisors = DivisorsOf<double>(call);
-  std::vector<Sum> scratch(layout.ScratchSums(plan.unit_lanes));
   for (int64_t unit = begin; unit < end; ++unit) {
     UnitRange r = UnitAt(plan, unit);
     r.t0 = Max64(r.t0, call.first_output);
@@ -140,8 +145,7 @@ inline void ComputeUnitRange(const Plan& plan, const T* x, T* y, int64_t begin, 
     if (std::is_same_v<Sum, PlainSum> && r.lanes == 1 && stride == 1 && summed <= kShortWindowMax) {
       DirectMeans(ux, uy, r.t0, r.t1, summed, divisors);
     } else {
-      SplitWindowMeans(ux, uy, stride, r.lanes, r.t0, r.t1, summed, divisors, layout,
-                       scratch.data());
+      SplitWindowMeans(ux, uy, stride, r.lanes, r.t0, r.t1, summed, divisors, layout, scratch);
     }
     if constexpr (kSumMayOverflow<Sum>) {
       for (int64_t l = 0; l < r.lanes; ++l) {
@@ -154,6 +158,39 @@ inline void ComputeUnitRange(const Plan& plan, const T* x, T* y, int64_t begin, 
 #endif
 }
 
+template <typename T>
+inline void ComputeUnitRange(const Plan& plan, const T* x, T* y, int64_t begin, int64_t end) {
+  std::vector<SplitSumOf<T>> scratch(ScratchSumsOf(plan));
+  ComputeUnitRangeWith<T>(plan, x, y, begin, end, scratch.data());
+}
+
+// One packed sequence: steps [begin, end) of a row.
+struct SequenceRange {
+  int64_t row, begin, end;
+};
+
+// Sequences [begin, end) of a call with ids, each a call of its own (a fresh start), sharing one
+// scratch.
+template <typename T>
+inline void ComputeSequenceRange(const Call& call, const SequenceRange* sequences, int64_t begin,
+                                 int64_t end) {
+  std::vector<SplitSumOf<T>> scratch;
+  const int64_t inner = call.view.inner;
+  for (int64_t k = begin; k < end; ++k) {
+    const SequenceRange& s = sequences[k];
+    const int64_t offset = (s.row * call.view.steps + s.begin) * inner;
+    Call one = call;
+    one.view = {1, s.end - s.begin, inner};
+    one.ids_kind = Call::Ids::kNone;
+    one.segment_ids = nullptr;
+    const Plan plan = MakeCpuPlan(one);
+    const auto needed = static_cast<size_t>(ScratchSumsOf(plan));
+    if (scratch.size() < needed) scratch.resize(needed);
+    ComputeUnitRangeWith<T>(plan, static_cast<const T*>(call.x) + offset,
+                            static_cast<T*>(call.y) + offset, 0, plan.num_units, scratch.data());
+  }
+}
+
 // Each version of the core: `flatten` inlines the whole unit into it, so all of it is compiled
 // for that version's target.
 template <typename T>
@@ -161,12 +198,24 @@ __attribute__((flatten)) void ComputeUnitsBaseline(const Plan& plan, const T* x,
                                                    int64_t begin, int64_t end) {
   ComputeUnitRange<T>(plan, x, y, begin, end);
 }
+template <typename T>
+__attribute__((flatten)) void ComputeSequencesBaseline(const Call& call,
+                                                       const SequenceRange* sequences,
+                                                       int64_t begin, int64_t end) {
+  ComputeSequenceRange<T>(call, sequences, begin, end);
+}
 
 #if CMA_HAS_AVX2_VERSION
 template <typename T>
 __attribute__((target("avx2"), flatten)) void ComputeUnitsAvx2(const Plan& plan, const T* x, T* y,
                                                                int64_t begin, int64_t end) {
   ComputeUnitRange<T>(plan, x, y, begin, end);
+}
+template <typename T>
+__attribute__((target("avx2"), flatten)) void ComputeSequencesAvx2(const Call& call,
+                                                                   const SequenceRange* sequences,
+                                                                   int64_t begin, int64_t end) {
+  ComputeSequenceRange<T>(call, sequences, begin, end);
 }
 #endif
 
@@ -178,6 +227,42 @@ void ComputeUnits(const Plan& plan, const T* x, T* y, int64_t begin, int64_t end
   if (ActiveCpuVersion() == CpuVersion::kAvx2) return ComputeUnitsAvx2<T>(plan, x, y, begin, end);
 #endif
   ComputeUnitsBaseline<T>(plan, x, y, begin, end);
+}
+
+// Computes sequences [begin, end) on the calling thread, in the active version.
+template <typename T>
+void ComputeSequences(const Call& call, const SequenceRange* sequences, int64_t begin,
+                      int64_t end) {
+  const ScopedSubnormals subnormals;
+#if CMA_HAS_AVX2_VERSION
+  if (ActiveCpuVersion() == CpuVersion::kAvx2) {
+    return ComputeSequencesAvx2<T>(call, sequences, begin, end);
+  }
+#endif
+  ComputeSequencesBaseline<T>(call, sequences, begin, end);
+}
+
+// Appends the sequences of one row (LaneHistory's rule, SequenceIds::StartsAt). Runs of equal
+// ids are skipped a chunk at a time (the ids compared with themselves one step later).
+inline void AppendSequences(const SequenceIds& ids, int64_t row, int64_t steps,
+                            std::vector<SequenceRange>* out) {
+  constexpr int64_t kChunk = 64;
+  const size_t id_bytes = ids.wide ? 8 : 4;
+  const char* bytes = static_cast<const char*>(ids.data);
+  int64_t begin = 0;
+  for (int64_t t = 1; t < steps;) {
+    while (t + kChunk <= steps &&
+           std::memcmp(bytes + t * id_bytes, bytes + (t - 1) * id_bytes, kChunk * id_bytes) == 0) {
+      t += kChunk;
+    }
+    for (const int64_t stop = Min64(steps, t + kChunk); t < stop; ++t) {
+      if (ids.StartsAt(t)) {
+        out->push_back({row, begin, t});
+        begin = t;
+      }
+    }
+  }
+  if (steps > 0) out->push_back({row, begin, steps});
 }
 
 template <typename Float16, typename Bfloat16, typename RunShards>
@@ -226,41 +311,19 @@ void ComputeOnCpu(const Call& call, void* scratch, int64_t threads, RunShards&& 
 // computes a sequence does not change its bits.
 template <typename Float16, typename Bfloat16, typename RunShards>
 void ComputeSequencesOnCpu(const Call& call, int64_t threads, RunShards&& run_shards) {
-  struct Sequence {
-    int64_t row, begin, end;
-  };
-  std::vector<Sequence> sequences;
+  std::vector<SequenceRange> sequences;
   for (int64_t row = 0; row < call.view.outer; ++row) {
-    const SequenceIds ids = call.IdsOfRow(row);
-    int64_t begin = 0;
-    for (int64_t t = 1; t <= call.view.steps; ++t) {
-      if (t == call.view.steps || ids.StartsAt(t)) {
-        sequences.push_back({row, begin, t});
-        begin = t;
-      }
-    }
+    AppendSequences(call.IdsOfRow(row), row, call.view.steps, &sequences);
   }
   const int64_t count = static_cast<int64_t>(sequences.size());
   const int64_t shards =
       Max64(1, Min64(Min64(threads, count), call.Elements() / kMinShardElements));
   VisitDType<Float16, Bfloat16>(call.dtype, [&](auto type) {
     using T = decltype(type);
-    const int64_t inner = call.view.inner;
     HintHugePages(call.y, call.Elements() * static_cast<int64_t>(sizeof(T)));
     const auto run_shard = [&](int64_t shard) {
-      for (int64_t k = count * shard / shards; k < count * (shard + 1) / shards; ++k) {
-        const Sequence& s = sequences[k];
-        const int64_t offset = (s.row * call.view.steps + s.begin) * inner;
-        Call one = call;
-        one.view = {1, s.end - s.begin, inner};
-        one.ids_kind = Call::Ids::kNone;
-        one.segment_ids = nullptr;
-        one.x = static_cast<const T*>(call.x) + offset;
-        one.y = static_cast<T*>(call.y) + offset;
-        const Plan plan = MakeCpuPlan(one);
-        ComputeUnits<T>(plan, static_cast<const T*>(one.x), static_cast<T*>(one.y), 0,
-                        plan.num_units);
-      }
+      ComputeSequences<T>(call, sequences.data(), count * shard / shards,
+                          count * (shard + 1) / shards);
     };
     if (shards <= 1) return run_shard(0);
     run_shards(shards, run_shard);
