@@ -165,6 +165,25 @@ std::string Check(const Case& c, std::mt19937_64& rng) {
   return "";
 }
 
+// Each GPU output within the dtype's tolerance of the CPU's (relative to its window's magnitude),
+// non-finite ones equal. Empty: all are.
+template <typename T>
+std::string CompareToCpu(const std::vector<T>& expected, const std::vector<T>& got,
+                         const std::vector<double>& magnitude) {
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const double e = ToDouble(expected[i]), v = ToDouble(got[i]);
+    const bool same_special = (std::isnan(e) && std::isnan(v)) || (std::isinf(e) && e == v);
+    const bool close = std::isfinite(e) && std::isfinite(v) &&
+                       std::fabs(v - e) <= InfoOf<T>().tolerance * magnitude[i] + 1e-30;
+    if (!same_special && !close) {
+      char message[200];
+      std::snprintf(message, sizeof(message), "element %zu: gpu %.17g, cpu %.17g", i, v, e);
+      return message;
+    }
+  }
+  return "";
+}
+
 // A stream on the GPU (its state in device memory, `seen` included) against the CPU core's stream:
 // outputs within the tolerance, the next state exactly the last W - 1 inputs. Empty: passed.
 template <typename T>
@@ -224,18 +243,7 @@ std::string CheckStream(cma::Geometry g, int64_t window, cma::Edge edge, int64_t
                   static_cast<void*>(dnext), static_cast<void*>(dseen), scratch}) {
     CHECK_CUDA(cudaFree(p));
   }
-  for (int64_t i = 0; i < n; ++i) {
-    const double e = ToDouble(expected[i]), v = ToDouble(got[i]);
-    const bool same_special = (std::isnan(e) && std::isnan(v)) || (std::isinf(e) && e == v);
-    const bool close = std::isfinite(e) && std::isfinite(v) &&
-                       std::fabs(v - e) <= InfoOf<T>().tolerance * magnitude[i] + 1e-30;
-    if (!same_special && !close) {
-      char message[200];
-      std::snprintf(message, sizeof(message), "element %lld: gpu %.17g, cpu %.17g", (long long)i, v,
-                    e);
-      return message;
-    }
-  }
+  if (std::string error = CompareToCpu(expected, got, magnitude); !error.empty()) return error;
   if (h > 0 && std::memcmp(got_next.data(), expected_next.data(), h * sizeof(T)) != 0) {
     return "the next state differs from the CPU's";
   }
@@ -279,19 +287,7 @@ std::string CheckSegments(cma::Geometry g, int64_t window, cma::Edge edge, std::
   CHECK_CUDA(cudaFree(dx));
   CHECK_CUDA(cudaFree(dy));
   CHECK_CUDA(cudaFree(dids));
-  for (int64_t i = 0; i < n; ++i) {
-    const double e = ToDouble(expected[i]), v = ToDouble(got[i]);
-    const bool same_special = (std::isnan(e) && std::isnan(v)) || (std::isinf(e) && e == v);
-    const bool close = std::isfinite(e) && std::isfinite(v) &&
-                       std::fabs(v - e) <= InfoOf<T>().tolerance * magnitude[i] + 1e-30;
-    if (!same_special && !close) {
-      char message[200];
-      std::snprintf(message, sizeof(message), "element %lld: gpu %.17g, cpu %.17g", (long long)i, v,
-                    e);
-      return message;
-    }
-  }
-  return "";
+  return CompareToCpu(expected, got, magnitude);
 }
 
 template <typename T>
