@@ -125,11 +125,31 @@ inline int64_t ScratchSumsOf(const Plan& plan) {
   return SplitLayoutFor(SummedWindow(plan.call), plan.unit_lanes).ScratchSums(plan.unit_lanes);
 }
 
+// One unit: steps [t0, t1) of `lanes` lanes at ux, uy (consecutive steps `stride` apart).
+template <typename T>
+inline void ComputeLanes(const T* ux, T* uy, int64_t stride, int64_t lanes, int64_t t0, int64_t t1,
+                         int64_t summed, const InverseDivisors<double>& divisors,
+                         const SplitLayout& layout, SplitSumOf<T>* scratch) {
+#if !defined(__CUDA_ARCH__)  // host code (CUDA sources that include this file compile it twice)
+  using Sum = SplitSumOf<T>;
+  if (std::is_same_v<Sum, PlainSum> && lanes == 1 && stride == 1 && summed <= kShortWindowMax) {
+    DirectMeans(ux, uy, t0, t1, summed, divisors);
+  } else {
+    SplitWindowMeans(ux, uy, stride, lanes, t0, t1, summed, divisors, layout, scratch);
+  }
+  if constexpr (kSumMayOverflow<Sum>) {
+    for (int64_t l = 0; l < lanes; ++l) {
+      if (OverflowedInUnit(ux + l, uy + l, stride, t0, t1, summed)) {
+        RedoOverflowed(ux + l, uy + l, stride, t0, t1, summed, divisors);
+      }
+    }
+  }
+#endif
+}
+
 template <typename T>
 inline void ComputeUnitRangeWith(const Plan& plan, const T* x, T* y, int64_t begin, int64_t end,
                                  SplitSumOf<T>* scratch) {
-#if !defined(__CUDA_ARCH__)  // host code (CUDA sources that include this file compile it twice)
-  using Sum = SplitSumOf<T>;
   const Call& call = plan.call;
   const int64_t summed = SummedWindow(call);
   const SplitLayout layout = SplitLayoutFor(summed, plan.unit_lanes);
@@ -140,22 +160,9 @@ inline void ComputeUnitRangeWith(const Plan& plan, const T* x, T* y, int64_t beg
     if (r.t0 >= r.t1) continue;
     const int64_t stride = call.view.inner;
     const int64_t offset = r.row * call.view.steps * stride + r.lane0;
-    const T* ux = x + offset;
-    T* uy = y + offset;
-    if (std::is_same_v<Sum, PlainSum> && r.lanes == 1 && stride == 1 && summed <= kShortWindowMax) {
-      DirectMeans(ux, uy, r.t0, r.t1, summed, divisors);
-    } else {
-      SplitWindowMeans(ux, uy, stride, r.lanes, r.t0, r.t1, summed, divisors, layout, scratch);
-    }
-    if constexpr (kSumMayOverflow<Sum>) {
-      for (int64_t l = 0; l < r.lanes; ++l) {
-        if (OverflowedInUnit(ux + l, uy + l, stride, r.t0, r.t1, summed)) {
-          RedoOverflowed(ux + l, uy + l, stride, r.t0, r.t1, summed, divisors);
-        }
-      }
-    }
+    ComputeLanes<T>(x + offset, y + offset, stride, r.lanes, r.t0, r.t1, summed, divisors, layout,
+                    scratch);
   }
-#endif
 }
 
 template <typename T>
@@ -164,23 +171,51 @@ inline void ComputeUnitRange(const Plan& plan, const T* x, T* y, int64_t begin, 
   ComputeUnitRangeWith<T>(plan, x, y, begin, end, scratch.data());
 }
 
-// One packed sequence: steps [begin, end) of a row.
-struct SequenceRange {
-  int64_t row, begin, end;
-};
+// A chunk's starts as bits (bit k: a sequence starts at step t + k, t >= 1), for ids of type Id:
+// a loop the compiler vectorises; the rule is SequenceIds::StartsAt's.
+template <typename Id>
+inline uint64_t StartsInChunk(const Id* ids, int64_t t) {
+  uint64_t bits = 0;
+  for (int64_t k = 0; k < 64; ++k) bits |= static_cast<uint64_t>(ids[t + k] != ids[t + k - 1]) << k;
+  return bits;
+}
 
-// Sequences [begin, end) of a call with ids, each a call of its own (a fresh start), sharing one
-// scratch.
-template <typename T>
-inline void ComputeSequenceRange(const Call& call, const SequenceRange* sequences, int64_t begin,
-                                 int64_t end) {
+// The first step s in [t, steps) (t >= 1) where a sequence starts, or steps.
+template <typename Id>
+inline int64_t NextStart(const Id* ids, int64_t t, int64_t steps) {
+  for (; t + 64 <= steps; t += 64) {
+    if (const uint64_t bits = StartsInChunk(ids, t)) return t + __builtin_ctzll(bits);
+  }
+  for (; t < steps; ++t) {
+    if (ids[t] != ids[t - 1]) return t;
+  }
+  return steps;
+}
+
+// The sequences of a call with ids that start at flat positions [p0, p1) of its [outer, steps]
+// (row * steps + step), each a call of its own (a fresh start). A sequence that such a call would
+// compute as one unit (all lanes, one span) is that unit, without a plan: the same bits, less
+// set-up per sequence.
+template <typename T, typename Id>
+inline void ComputeSequencesFrom(const Call& call, const Id* all_ids, int64_t p0, int64_t p1) {
   std::vector<SplitSumOf<T>> scratch;
-  const int64_t inner = call.view.inner;
-  for (int64_t k = begin; k < end; ++k) {
-    const SequenceRange& s = sequences[k];
-    const int64_t offset = (s.row * call.view.steps + s.begin) * inner;
+  const int64_t inner = call.view.inner, steps = call.view.steps;
+  const auto divisors = DivisorsOf<double>(call);
+  const auto compute = [&](int64_t row, int64_t begin, int64_t end) {
+    const int64_t offset = (row * steps + begin) * inner;
+    const int64_t length = end - begin, summed = Min64(call.window, length);
+    if (inner <= kMaxUnitLanes && length * inner <= kCpuSpanElements) {
+      const SplitLayout layout = SplitLayoutFor(summed, inner);
+      const int64_t needed = layout.ScratchSums(inner);
+      if (needed <= kSplitScratchSums) {  // else MakeCpuPlan narrows the units
+        if (scratch.size() < static_cast<size_t>(needed)) scratch.resize(needed);
+        return ComputeLanes<T>(static_cast<const T*>(call.x) + offset,
+                               static_cast<T*>(call.y) + offset, inner, inner, 0, length, summed,
+                               divisors, layout, scratch.data());
+      }
+    }
     Call one = call;
-    one.view = {1, s.end - s.begin, inner};
+    one.view = {1, length, inner};
     one.ids_kind = Call::Ids::kNone;
     one.segment_ids = nullptr;
     const Plan plan = MakeCpuPlan(one);
@@ -188,7 +223,25 @@ inline void ComputeSequenceRange(const Call& call, const SequenceRange* sequence
     if (scratch.size() < needed) scratch.resize(needed);
     ComputeUnitRangeWith<T>(plan, static_cast<const T*>(call.x) + offset,
                             static_cast<T*>(call.y) + offset, 0, plan.num_units, scratch.data());
+  };
+  for (int64_t row = p0 / steps; row < call.view.outer && row * steps < p1; ++row) {
+    const Id* ids = all_ids + row * steps;
+    const int64_t from = Max64(0, p0 - row * steps), to = Min64(steps, p1 - row * steps);
+    int64_t begin = from == 0 ? 0 : NextStart(ids, from, steps);
+    while (begin < to) {
+      const int64_t end = NextStart(ids, begin + 1, steps);
+      compute(row, begin, end);
+      begin = end;
+    }
   }
+}
+
+template <typename T>
+inline void ComputeSequenceRange(const Call& call, int64_t p0, int64_t p1) {
+  if (call.ids_kind == Call::Ids::kInt64) {
+    return ComputeSequencesFrom<T>(call, static_cast<const int64_t*>(call.segment_ids), p0, p1);
+  }
+  ComputeSequencesFrom<T>(call, static_cast<const int32_t*>(call.segment_ids), p0, p1);
 }
 
 // Each version of the core: `flatten` inlines the whole unit into it, so all of it is compiled
@@ -199,10 +252,8 @@ __attribute__((flatten)) void ComputeUnitsBaseline(const Plan& plan, const T* x,
   ComputeUnitRange<T>(plan, x, y, begin, end);
 }
 template <typename T>
-__attribute__((flatten)) void ComputeSequencesBaseline(const Call& call,
-                                                       const SequenceRange* sequences,
-                                                       int64_t begin, int64_t end) {
-  ComputeSequenceRange<T>(call, sequences, begin, end);
+__attribute__((flatten)) void ComputeSequencesBaseline(const Call& call, int64_t p0, int64_t p1) {
+  ComputeSequenceRange<T>(call, p0, p1);
 }
 
 #if CMA_HAS_AVX2_VERSION
@@ -212,10 +263,9 @@ __attribute__((target("avx2"), flatten)) void ComputeUnitsAvx2(const Plan& plan,
   ComputeUnitRange<T>(plan, x, y, begin, end);
 }
 template <typename T>
-__attribute__((target("avx2"), flatten)) void ComputeSequencesAvx2(const Call& call,
-                                                                   const SequenceRange* sequences,
-                                                                   int64_t begin, int64_t end) {
-  ComputeSequenceRange<T>(call, sequences, begin, end);
+__attribute__((target("avx2"), flatten)) void ComputeSequencesAvx2(const Call& call, int64_t p0,
+                                                                   int64_t p1) {
+  ComputeSequenceRange<T>(call, p0, p1);
 }
 #endif
 
@@ -229,40 +279,15 @@ void ComputeUnits(const Plan& plan, const T* x, T* y, int64_t begin, int64_t end
   ComputeUnitsBaseline<T>(plan, x, y, begin, end);
 }
 
-// Computes sequences [begin, end) on the calling thread, in the active version.
+// Computes the sequences starting at flat positions [p0, p1) on the calling thread, in the active
+// version.
 template <typename T>
-void ComputeSequences(const Call& call, const SequenceRange* sequences, int64_t begin,
-                      int64_t end) {
+void ComputeSequences(const Call& call, int64_t p0, int64_t p1) {
   const ScopedSubnormals subnormals;
 #if CMA_HAS_AVX2_VERSION
-  if (ActiveCpuVersion() == CpuVersion::kAvx2) {
-    return ComputeSequencesAvx2<T>(call, sequences, begin, end);
-  }
+  if (ActiveCpuVersion() == CpuVersion::kAvx2) return ComputeSequencesAvx2<T>(call, p0, p1);
 #endif
-  ComputeSequencesBaseline<T>(call, sequences, begin, end);
-}
-
-// Appends the sequences of one row (LaneHistory's rule, SequenceIds::StartsAt). Runs of equal
-// ids are skipped a chunk at a time (the ids compared with themselves one step later).
-inline void AppendSequences(const SequenceIds& ids, int64_t row, int64_t steps,
-                            std::vector<SequenceRange>* out) {
-  constexpr int64_t kChunk = 64;
-  const size_t id_bytes = ids.wide ? 8 : 4;
-  const char* bytes = static_cast<const char*>(ids.data);
-  int64_t begin = 0;
-  for (int64_t t = 1; t < steps;) {
-    while (t + kChunk <= steps &&
-           std::memcmp(bytes + t * id_bytes, bytes + (t - 1) * id_bytes, kChunk * id_bytes) == 0) {
-      t += kChunk;
-    }
-    for (const int64_t stop = Min64(steps, t + kChunk); t < stop; ++t) {
-      if (ids.StartsAt(t)) {
-        out->push_back({row, begin, t});
-        begin = t;
-      }
-    }
-  }
-  if (steps > 0) out->push_back({row, begin, steps});
+  ComputeSequencesBaseline<T>(call, p0, p1);
 }
 
 template <typename Float16, typename Bfloat16, typename RunShards>
@@ -307,23 +332,18 @@ void ComputeOnCpu(const Call& call, void* scratch, int64_t threads, RunShards&& 
 
 // Packed sequences: each row cut into its sequences (LaneHistory's rule), each sequence an
 // ordinary call of its own (a fresh start: the window cut at its first step, "partial" counting
-// from there), spread over the threads in contiguous, balanced groups of sequences. Which thread
-// computes a sequence does not change its bits.
+// from there). The [outer, steps] positions are cut into one contiguous range per thread, which
+// finds and computes the sequences starting in it, so both the search and the sums run in
+// parallel. Which thread computes a sequence does not change its bits.
 template <typename Float16, typename Bfloat16, typename RunShards>
 void ComputeSequencesOnCpu(const Call& call, int64_t threads, RunShards&& run_shards) {
-  std::vector<SequenceRange> sequences;
-  for (int64_t row = 0; row < call.view.outer; ++row) {
-    AppendSequences(call.IdsOfRow(row), row, call.view.steps, &sequences);
-  }
-  const int64_t count = static_cast<int64_t>(sequences.size());
-  const int64_t shards =
-      Max64(1, Min64(Min64(threads, count), call.Elements() / kMinShardElements));
+  const int64_t positions = call.view.outer * call.view.steps;
+  const int64_t shards = Max64(1, Min64(threads, call.Elements() / kMinShardElements));
   VisitDType<Float16, Bfloat16>(call.dtype, [&](auto type) {
     using T = decltype(type);
     HintHugePages(call.y, call.Elements() * static_cast<int64_t>(sizeof(T)));
     const auto run_shard = [&](int64_t shard) {
-      ComputeSequences<T>(call, sequences.data(), count * shard / shards,
-                          count * (shard + 1) / shards);
+      ComputeSequences<T>(call, positions * shard / shards, positions * (shard + 1) / shards);
     };
     if (shards <= 1) return run_shard(0);
     run_shards(shards, run_shard);
