@@ -46,6 +46,26 @@ def test_gpu_kernels_registered_for_all_four_dtypes():
     assert gpu_types == {tf.as_dtype(name).as_datatype_enum for name in DTYPE_NAMES}
 
 
+@needs_cuda_build
+def test_gpu_kernels_of_every_op_registered_and_ids_int64_only_on_the_gpu():
+    # TensorFlow keeps the int32 inputs of GPU kernels in host memory: the GPU kernel of packed
+    # sequences takes int64 ids only, which it reads on the device.
+    dtypes = {tf.as_dtype(name).as_datatype_enum for name in DTYPE_NAMES}
+    for op in ("CausalMovingAvgStream", "CausalMovingAvgSegments"):
+        gpu = [k for k in kernels.get_registered_kernels_for_op(op).kernel if k.device_type == "GPU"]
+        found = {c.allowed_values.list.type[0] for k in gpu for c in k.constraint if c.name == "T"}
+        assert found == dtypes, op
+    segments = [k for k in kernels.get_registered_kernels_for_op("CausalMovingAvgSegments").kernel]
+    for kernel in segments:
+        ids = [list(c.allowed_values.list.type) for c in kernel.constraint if c.name == "Tids"]
+        expected = (
+            [tf.int64.as_datatype_enum]
+            if kernel.device_type == "GPU"
+            else [tf.int32.as_datatype_enum, tf.int64.as_datatype_enum]
+        )
+        assert ids == [expected], kernel.device_type
+
+
 def cuobjdump():
     found = shutil.which("cuobjdump")
     if found:

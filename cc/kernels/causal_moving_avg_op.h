@@ -197,15 +197,17 @@ class CausalMovingAvgOp : public ::tensorflow::OpKernel {
 }  // namespace causal_moving_avg
 
 // Registers the three ops' kernels on a device for every dtype of the list (cc/core/types.h).
-#define CMA_REGISTER_KERNEL_FOR_DTYPE(DEVICE_NAME, DEVICE_TYPE, enumerator)                        \
-  CMA_REGISTER_ONE_KERNEL("CausalMovingAvg", DEVICE_NAME, DEVICE_TYPE, enumerator, kX);            \
-  CMA_REGISTER_ONE_KERNEL("CausalMovingAvgStream", DEVICE_NAME, DEVICE_TYPE, enumerator, kStream); \
-  CMA_REGISTER_ONE_KERNEL("CausalMovingAvgSegments", DEVICE_NAME, DEVICE_TYPE, enumerator,         \
-                          kSegments)
-#define CMA_REGISTER_ONE_KERNEL(OP, DEVICE_NAME, DEVICE_TYPE, enumerator, INPUTS)                 \
+// IDS_TYPES constrains the sequence ids: TensorFlow keeps the int32 inputs of GPU kernels in host
+// memory, so the GPU kernel takes int64 ids only (int32 ones run on the CPU kernel there).
+#define CMA_REGISTER_KERNEL_FOR_DTYPE(DEVICE_NAME, DEVICE_TYPE, enumerator, IDS_TYPES)         \
+  CMA_REGISTER_ONE_KERNEL(Name("CausalMovingAvg"), DEVICE_NAME, DEVICE_TYPE, enumerator, kX);  \
+  CMA_REGISTER_ONE_KERNEL(Name("CausalMovingAvgStream"), DEVICE_NAME, DEVICE_TYPE, enumerator, \
+                          kStream);                                                            \
+  CMA_REGISTER_ONE_KERNEL(Name("CausalMovingAvgSegments").TypeConstraint("Tids", IDS_TYPES),   \
+                          DEVICE_NAME, DEVICE_TYPE, enumerator, kSegments)
+#define CMA_REGISTER_ONE_KERNEL(NAME, DEVICE_NAME, DEVICE_TYPE, enumerator, INPUTS)               \
   REGISTER_KERNEL_BUILDER(                                                                        \
-      Name(OP)                                                                                    \
-          .Device(DEVICE_NAME)                                                                    \
+      NAME.Device(DEVICE_NAME)                                                                    \
           .TypeConstraint<::causal_moving_avg::TfTypeOf<::causal_moving_avg::DType::enumerator>>( \
               "T"),                                                                               \
       ::causal_moving_avg::CausalMovingAvgOp<DEVICE_TYPE, ::causal_moving_avg::OpInputs::INPUTS>)

@@ -37,8 +37,11 @@ struct LaunchCausalMovingAvg<CPUDevice> {
   }
 };
 
+// The CPU kernel takes sequence ids of both types.
+constexpr ::tensorflow::DataType kCpuIdTypes[] = {::tensorflow::DT_INT32, ::tensorflow::DT_INT64};
+
 #define CMA_REGISTER_CPU(enumerator, name) \
-  CMA_REGISTER_KERNEL_FOR_DTYPE(::tensorflow::DEVICE_CPU, CPUDevice, enumerator);
+  CMA_REGISTER_KERNEL_FOR_DTYPE(::tensorflow::DEVICE_CPU, CPUDevice, enumerator, kCpuIdTypes);
 CMA_FOR_EACH_DTYPE(CMA_REGISTER_CPU)
 #undef CMA_REGISTER_CPU
 

@@ -30,8 +30,9 @@ struct LaunchCausalMovingAvg<GPUDevice> {
   }
 };
 
-#define CMA_REGISTER_GPU(enumerator, name) \
-  CMA_REGISTER_KERNEL_FOR_DTYPE(::tensorflow::DEVICE_GPU, GPUDevice, enumerator);
+#define CMA_REGISTER_GPU(enumerator, name)                                       \
+  CMA_REGISTER_KERNEL_FOR_DTYPE(::tensorflow::DEVICE_GPU, GPUDevice, enumerator, \
+                                ::tensorflow::DT_INT64);
 CMA_FOR_EACH_DTYPE(CMA_REGISTER_GPU)
 #undef CMA_REGISTER_GPU
 
