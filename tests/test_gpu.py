@@ -1,10 +1,12 @@
 """The CUDA side: what can be checked without a GPU is checked here; running the op on a GPU
 is checked where one is present (and skipped, saying so, where not)."""
 
+import importlib.util
 import itertools
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -19,22 +21,31 @@ from conftest import DTYPE_NAMES, EDGES, reference_moving_avg, rtol
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD_DIR = Path(os.environ.get("CMA_BUILD_DIR", ROOT / "build"))
-NVCC_PRESENT = bool(
-    os.environ.get("CUDACXX") or shutil.which("nvcc") or Path("/usr/local/cuda/bin/nvcc").exists()
+# The default build compiles the kernels when clang-19 and CUDA 12 from PyPI are here (the
+# set-up installs both where it can).
+CUDA_TOOLCHAIN_PRESENT = bool(shutil.which("clang++-19")) and all(
+    importlib.util.find_spec(f"nvidia.{name}") for name in ("cuda_nvcc", "cuda_runtime", "cuda_cccl")
 )
 GPUS = tf.config.list_physical_devices("GPU")
 
 needs_cuda_build = pytest.mark.skipif(
-    not NVCC_PRESENT, reason="no CUDA compiler on this machine, so the library was built CPU-only"
+    not CUDA_TOOLCHAIN_PRESENT,
+    reason="no clang-19 or no CUDA 12 packages on this machine, so the library was built CPU-only",
 )
 needs_gpu = pytest.mark.skipif(not GPUS, reason="no GPU visible to TensorFlow on this machine")
 
 
 @needs_cuda_build
-def test_cuda_compiled_in_when_a_compiler_is_present():
+def test_cuda_compiled_in_with_tensorflows_cuda_generation():
+    """Built with TensorFlow's CUDA (12.x for TF 2.21), calling TensorFlow's CUDA runtime, so the
+    kernels need the driver TensorFlow needs."""
     info = causal_moving_avg.build_info()
+    tf_cuda = tf.sysconfig.get_build_info()["cuda_version"]
     assert info["cuda"] is True
-    assert info["cuda_version"] and info["cuda_runtime"] == "static-private"
+    assert info["cuda_version"].split(".")[0] == tf_cuda.split(".")[0] == "12"
+    assert info["cuda_minimum_driver"] == 525
+    assert info["cuda_compiler"].startswith("clang 19.")
+    assert info["cuda_runtime"] == "tensorflow"
 
 
 @needs_cuda_build
@@ -102,6 +113,25 @@ def test_binary_holds_code_for_the_built_architectures():
     )
     assert sorted(real + virtual) == sorted(built_architectures())
     assert any(a.startswith("compute_") for a in virtual), "PTX for GPUs newer than the build"
+
+
+@needs_cuda_build
+def test_binary_covers_tensorflows_architectures_with_ptx_its_driver_jits():
+    """Real code for every architecture TensorFlow's own wheel holds (and PTX for the newest), in
+    a PTX ISA the CUDA 12.5 driver compiles (8.5 or older), as cuobjdump reads the binary."""
+    ours = set(built_architectures())
+    theirs = set(tf.sysconfig.get_build_info()["cuda_compute_capabilities"])
+    assert {"sm_70", "sm_80", "sm_89"} <= theirs  # what TF 2.21 lists (sm_60 too; compute_90)
+    assert {a.replace("compute_", "sm_") for a in theirs} <= ours
+    assert {a for a in theirs if a.startswith("compute_")} <= ours
+    ptx = subprocess.run(
+        [cuobjdump(), "--dump-ptx", causal_moving_avg.library_path()],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    versions = {tuple(map(int, v)) for v in re.findall(r"^\.version (\d+)\.(\d+)", ptx, re.MULTILINE)}
+    assert versions and max(versions) <= (8, 5), versions
 
 
 @needs_cuda_build
@@ -177,14 +207,98 @@ def test_tensorflow_glue_never_reads_device_properties_tensorflow_filled():
     assert "cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount" in launcher
 
 
+def dynamic_symbols(path, *flags):
+    listed = subprocess.run(["nm", "-D", *flags, str(path)], capture_output=True, text=True, check=True)
+    return {line.split()[-1].split("@")[0] for line in listed.stdout.splitlines() if line.strip()}
+
+
 @needs_cuda_build
-def test_library_needs_no_cuda_runtime_library_to_load():
-    """The CUDA runtime is linked in privately: no libcudart in NEEDED, no cuda* symbol exported."""
+def test_kernels_call_tensorflows_cuda_runtime_and_need_no_cuda_library_to_load():
+    """No libcudart or libcuda in NEEDED: every CUDA runtime function the library calls is one
+    TensorFlow's framework library exports (it loads libcudart.so.12 when it looks for a GPU),
+    and the library exports none itself."""
     path = causal_moving_avg.library_path()
     needed = subprocess.run(["readelf", "-d", path], capture_output=True, text=True, check=True).stdout
     assert "libcudart" not in needed and "libcuda.so" not in needed
-    exported = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True).stdout
-    assert not [s for s in exported.split() if s.startswith("cuda")]
+    assert "libtensorflow_framework.so.2" in needed
+    called = {s for s in dynamic_symbols(path, "--undefined-only") if s.startswith(("cuda", "__cuda"))}
+    assert {"cudaLaunchKernel", "__cudaRegisterFatBinary", "cudaGetDevice"} <= called
+    framework = Path(tf.sysconfig.get_lib()) / "libtensorflow_framework.so.2"
+    assert called <= dynamic_symbols(framework, "--defined-only")
+    assert not [s for s in dynamic_symbols(path, "--defined-only") if s.startswith("cuda")]
+
+
+# A PTX module without comments or indentation, which NVIDIA's fatbinary embeds unchanged.
+SMALL_PTX = b".version 8.5\n.target sm_80\n.address_size 64\n\n.visible .entry f()\n{\nret;\n}\n"
+
+
+def nvidia_fatbinary():
+    found = shutil.which("fatbinary") or "/usr/local/cuda/bin/fatbinary"
+    return found if Path(found).exists() else None
+
+
+@needs_cuda_build
+def test_fatbinary_writer_reads_back_with_cuobjdump(tmp_path):
+    """cmake/fatbinary.py (the CUDA 12 packages have no fatbinary): cuobjdump lists and extracts
+    what it wrote, byte for byte."""
+    (tmp_path / "k.ptx").write_bytes(SMALL_PTX)
+    subprocess.run(
+        [cuobjdump(), "--extract-elf", "sm_70", causal_moving_avg.library_path()],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )
+    (cubin,) = tmp_path.glob("*.sm_70.cubin")
+    images = [f"--image=profile=sm_70,file={cubin}", f"--image=profile=compute_80,file={tmp_path / 'k.ptx'}"]
+    writer = ROOT / "cmake" / "fatbinary.py"
+    subprocess.run([sys.executable, writer, "-64", "--create", tmp_path / "ours.fatbin", *images], check=True)
+    data = (tmp_path / "ours.fatbin").read_bytes()
+    magic, version, header, size = struct.unpack_from("<IHHQ", data)
+    assert (magic, version, header, size) == (0xBA55ED50, 1, 16, len(data) - 16)
+    listed = (
+        subprocess.run(
+            [cuobjdump(), "--list-elf", tmp_path / "ours.fatbin"], capture_output=True, text=True, check=True
+        ).stdout
+        + subprocess.run(
+            [cuobjdump(), "--list-ptx", tmp_path / "ours.fatbin"], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    assert "sm_70.cubin" in listed and "sm_80.ptx" in listed, listed
+    out = tmp_path / "out"
+    out.mkdir()
+    subprocess.run(
+        [cuobjdump(), "--extract-elf", "all", tmp_path / "ours.fatbin"],
+        cwd=out,
+        check=True,
+        capture_output=True,
+    )
+    assert [p.read_bytes() for p in out.glob("*.cubin")] == [cubin.read_bytes()]
+
+
+@needs_cuda_build
+@pytest.mark.skipif(nvidia_fatbinary() is None, reason="no NVIDIA fatbinary on this machine to compare with")
+def test_fatbinary_writer_matches_nvidias_tool_byte_for_byte(tmp_path):
+    (tmp_path / "k.ptx").write_bytes(SMALL_PTX)
+    subprocess.run(
+        [cuobjdump(), "--extract-elf", "sm_90", causal_moving_avg.library_path()],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+    )
+    (cubin,) = tmp_path.glob("*.sm_90.cubin")
+    writer = ROOT / "cmake" / "fatbinary.py"
+    ours, theirs = tmp_path / "ours.fatbin", tmp_path / "theirs.fatbin"
+    subprocess.run(
+        [sys.executable, writer, "-64", "--create", ours]
+        + [f"--image=profile=sm_90,file={cubin}", f"--image=profile=compute_80,file={tmp_path / 'k.ptx'}"],
+        check=True,
+    )
+    subprocess.run(
+        [nvidia_fatbinary(), "--compress=false", "-64", "--create", theirs]
+        + [f"--image3=kind=elf,sm=90,file={cubin}", f"--image3=kind=ptx,sm=80,file={tmp_path / 'k.ptx'}"],
+        check=True,
+    )
+    assert ours.read_bytes() == theirs.read_bytes()
 
 
 @needs_cuda_build

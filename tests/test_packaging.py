@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import tensorflow as tf
@@ -61,29 +62,33 @@ def build_environment():
     return dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
 
 
-def test_wheel_installs_and_runs_in_a_fresh_environment_with_only_tensorflow(tmp_path):
+# The oldest platform the wheel can claim when built here (Debian 12, GCC 12): glibc 2.34 for the
+# C++ runtime's own references (pthread_once, __libc_single_threaded) and pybind11's use of
+# exception_ptr (CXXABI_1.3.13). README says which distributions that is.
+WHEEL_PLATFORM = "manylinux_2_34_x86_64"
+
+
+def test_wheel_is_manylinux_installs_and_runs_in_a_fresh_environment_with_only_tensorflow(tmp_path):
+    """scripts/run wheel's build: a manylinux tag auditwheel agrees with, TensorFlow's libraries
+    not grafted in; then installed where only TensorFlow is (no CUDA libraries either)."""
     dist = tmp_path / "dist"
-    run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-build-isolation",
-            "--no-deps",
-            "-w",
-            str(dist),
-            str(ROOT),
-        ],
-        env=build_environment(),
-    )
+    run([sys.executable, str(ROOT / "scripts" / "build_wheel.py"), str(dist)], env=build_environment())
     (wheel,) = dist.glob("causal_moving_avg-*.whl")
-    assert wheel.name.endswith("-linux_x86_64.whl")
+    assert wheel.name.endswith(f"-{WHEEL_PLATFORM}.whl"), wheel.name
+    auditwheel = Path(sys.executable).parent / "auditwheel"
+    verdict = run([str(auditwheel), "show", str(wheel)], env=build_environment()).stdout
+    assert f'platform tag to "{WHEEL_PLATFORM}"' in " ".join(verdict.split())
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    assert not [n for n in names if ".libs/" in n], "nothing grafted: TensorFlow is a dependency"
+    assert {"causal_moving_avg/_causal_moving_avg_ops.so", "causal_moving_avg/_numpy_core.so"} <= set(names)
     python = fresh_venv(tmp_path / "venv")
     run([str(python), "-m", "pip", "install", "--quiet", str(wheel)])  # pulls its TensorFlow
     series = ".".join(tf.__version__.split(".")[:2])
     installed = run([str(python), "-m", "pip", "show", "tensorflow"]).stdout
     assert f"Version: {series}." in installed
+    packages = run([str(python), "-m", "pip", "list", "--format=freeze"]).stdout.lower()
+    assert "nvidia-cuda-runtime" not in packages  # the library loads with no CUDA runtime at all
     result = run([str(python), "-c", SMOKE], cwd=tmp_path)  # not the source tree
     assert f"smoke ok {tf.__version__} True" in result.stdout
 

@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(kTileThreads)
     TileSumsKernel(TileScanPlan plan, const T* __restrict__ x,
                    CarefulSum<SumOf<T>>* __restrict__ sums) {
   using Sum = SumOf<T>;
-  __shared__ alignas(16) unsigned char shared[TileScratch<Sum>::kBytes];
+  alignas(16) __shared__ unsigned char shared[TileScratch<Sum>::kBytes];
   const TileScratch<Sum> scratch = TileScratch<Sum>::Carve(shared);
   for (int64_t tile = blockIdx.x; tile < plan.num_tiles; tile += gridDim.x) {
     TileSums(DeviceThreadBlock(), plan, x, sums, tile, scratch);
@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(kTileThreads)
     TileMeansKernel(TileScanPlan plan, const T* __restrict__ x, T* __restrict__ y,
                     const CarefulSum<SumOf<T>>* __restrict__ sums) {
   using Sum = SumOf<T>;
-  __shared__ alignas(16) unsigned char shared[TileScratch<Sum>::kBytes];
+  alignas(16) __shared__ unsigned char shared[TileScratch<Sum>::kBytes];
   const TileScratch<Sum> scratch = TileScratch<Sum>::Carve(shared);
   for (int64_t tile = blockIdx.x; tile < plan.num_tiles; tile += gridDim.x) {
     TileMeans(DeviceThreadBlock(), plan, x, y, sums, tile, scratch);

@@ -69,6 +69,58 @@ struct HostBfloat16 {
   }
 };
 
+// IEEE binary16 for host code without Eigen or CUDA (the NumPy binding), converted in software
+// as _Float16 converts (nearest even; NaN stays NaN, quiet, its payload's top bits kept), so the
+// library needs no compiler-runtime helpers for it.
+struct HostHalf {
+  uint16_t bits;
+  HostHalf() = default;
+  explicit HostHalf(float f) {
+    uint32_t word;
+    memcpy(&word, &f, sizeof(word));
+    const uint32_t sign = word >> 16 & 0x8000;
+    word &= 0x7FFFFFFF;
+    constexpr uint32_t kInfinity = 0x7F800000;
+    constexpr uint32_t kHalfOverflow = (127 + 16) << 23;  // 65536: rounds to infinity or beyond
+    constexpr uint32_t kHalfNormalMin = 113u << 23;       // 2^-14
+    uint32_t half;
+    if (word >= kHalfOverflow) {
+      half = word > kInfinity ? 0x7E00 | (word >> 13 & 0x3FF) : 0x7C00;
+    } else if (word < kHalfNormalMin) {
+      // Adding 0.5 (2^-1) puts the half's subnormal step at float32's last bit: the float add
+      // rounds to nearest even, and the low bits are the half's.
+      constexpr uint32_t kMagic = 126u << 23;
+      float value, magic;
+      memcpy(&value, &word, sizeof(value));
+      memcpy(&magic, &kMagic, sizeof(magic));
+      value += magic;
+      memcpy(&half, &value, sizeof(half));
+      half -= kMagic;
+    } else {
+      const uint32_t odd = word >> 13 & 1;
+      half = (word + (static_cast<uint32_t>(15 - 127) << 23) + 0xFFF + odd) >> 13;
+    }
+    bits = static_cast<uint16_t>(sign | half);
+  }
+  operator float() const {
+    const uint32_t sign = static_cast<uint32_t>(bits & 0x8000) << 16;
+    const uint32_t exponent = bits >> 10 & 0x1F, mantissa = bits & 0x3FF;
+    uint32_t word;
+    if (exponent == 0x1F) {  // Inf, or a NaN made quiet
+      word = sign | 0x7F800000 | mantissa << 13 | (mantissa ? 0x00400000u : 0u);
+    } else if (exponent != 0) {
+      word = sign | (exponent + 112) << 23 | mantissa << 13;
+    } else {
+      const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;  // exact
+      memcpy(&word, &magnitude, sizeof(word));
+      word |= sign;
+    }
+    float f;
+    memcpy(&f, &word, sizeof(f));
+    return f;
+  }
+};
+
 // a * b = *product + *error exactly (Dekker's product: each half has 26 bits, so the partial
 // products are exact). Needs |a|, |b| below 2^995 and products above the subnormal range.
 CMA_HOST_DEVICE inline void TwoProduct(double a, double b, double* product, double* error) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cc/core/cpu.h"
+#include "cc/core/gpu_grid.h"
 #if CMA_WITH_XLA
 #include "cc/xla/custom_call.h"
 #endif
@@ -12,8 +13,11 @@
 #ifndef CMA_TF_VERSION
 #error "CMA_TF_VERSION must name the TensorFlow version the library is built against"
 #endif
-#ifndef CMA_CUDA_VERSION
-#define CMA_CUDA_VERSION ""
+#ifndef CMA_CUDA_VERSION_NUMBER
+#define CMA_CUDA_VERSION_NUMBER 0  // no CUDA kernels
+#endif
+#ifndef CMA_CUDA_COMPILER
+#define CMA_CUDA_COMPILER ""
 #endif
 #ifndef CMA_CUDA_ARCHITECTURES
 #define CMA_CUDA_ARCHITECTURES ""
@@ -60,8 +64,12 @@ std::vector<std::string> XlaFailures() { return {}; }
 
 extern "C" __attribute__((visibility("default"))) const char* CausalMovingAvgBuildInfo() {
   // Flat JSON; the Python side parses it and turns the architecture list into a list.
+  constexpr int kCuda = CMA_CUDA_VERSION_NUMBER;
   static const std::string info =
-      "{\"tensorflow_version\": \"" CMA_TF_VERSION "\", \"cuda_version\": \"" CMA_CUDA_VERSION
+      "{\"tensorflow_version\": \"" CMA_TF_VERSION "\", \"cuda_version\": " +
+      JsonString(kCuda ? causal_moving_avg::CudaVersionName(kCuda) : "") +
+      ", \"cuda_minimum_driver\": " + std::to_string(causal_moving_avg::MinimumDriverFor(kCuda)) +
+      ", \"cuda_compiler\": \"" CMA_CUDA_COMPILER
       "\", \"cuda_architectures\": \"" CMA_CUDA_ARCHITECTURES
       "\", \"cuda_runtime\": \"" CMA_CUDA_RUNTIME "\", \"cpu_version\": " +
       JsonString(causal_moving_avg::CpuVersionName(causal_moving_avg::ActiveCpuVersion())) +

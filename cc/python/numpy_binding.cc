@@ -26,22 +26,21 @@ namespace {
 
 // The core on std::threads, one per core: units do not depend on the thread count, so the bits
 // are the TF kernel's.
-// The host types of the 16-bit dtypes are NumPy's layouts (_Float16 is IEEE binary16, as
+// The host types of the 16-bit dtypes are NumPy's layouts (HostHalf is IEEE binary16, as
 // numpy.float16; bfloat16 arrays come from ml_dtypes, as TensorFlow's .numpy() gives them).
 void Compute(const cma::Call& call) {
   // A stream's stage, allocated before the GIL is released so that a failure is a MemoryError.
   std::vector<char> scratch;
   scratch.resize(cma::CpuScratchBytes(call));
   py::gil_scoped_release release;
-  cma::ComputeOnCpu<_Float16, cma::HostBfloat16>(call, scratch.data(),
-                                                 std::max(1u, std::thread::hardware_concurrency()),
-                                                 [](int64_t shards, const auto& run_shard) {
-                                                   std::vector<std::thread> workers;
-                                                   for (int64_t shard = 1; shard < shards; ++shard)
-                                                     workers.emplace_back(run_shard, shard);
-                                                   run_shard(0);
-                                                   for (auto& worker : workers) worker.join();
-                                                 });
+  cma::ComputeOnCpu<cma::HostHalf, cma::HostBfloat16>(
+      call, scratch.data(), std::max(1u, std::thread::hardware_concurrency()),
+      [](int64_t shards, const auto& run_shard) {
+        std::vector<std::thread> workers;
+        for (int64_t shard = 1; shard < shards; ++shard) workers.emplace_back(run_shard, shard);
+        run_shard(0);
+        for (auto& worker : workers) worker.join();
+      });
 }
 
 // x's C-contiguous view of the same dtype, copied only when the input has other strides.

@@ -577,6 +577,55 @@ void CheckHostBfloat16(std::mt19937_64& rng) {
   wrong == 0 ? ++passed : ++failed;
 }
 
+// HostHalf (the NumPy binding's float16) converts as the compiler's _Float16: every half to
+// float, and floats around every half (ties, neighbours), subnormals, overflow, NaN and random.
+void CheckHostHalf(std::mt19937_64& rng) {
+  const auto bits_of = [](float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof(bits));
+    return bits;
+  };
+  const auto as_float = [](uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    return f;
+  };
+  int wrong = 0;
+  for (uint32_t h = 0; h <= 0xFFFF; ++h) {
+    cma::HostHalf half;
+    half.bits = static_cast<uint16_t>(h);
+    _Float16 reference;
+    std::memcpy(&reference, &h, sizeof(reference));
+    if (bits_of(static_cast<float>(half)) != bits_of(static_cast<float>(reference))) {
+      if (++wrong <= 3) PrintFailure("float of half %04x", h);
+    }
+  }
+  std::vector<uint32_t> samples = {0x477FE000, 0x477FF000, 0x477FF001, 0x47800000,
+                                   0x7F7FFFFF, 0x7F800000, 0x7FC00001, 0x7F802001,
+                                   0x33000000, 0x33000001, 0x00000001, 0x387FE000};
+  for (uint32_t h = 0; h <= 0x7C00; ++h) {
+    cma::HostHalf half;
+    half.bits = static_cast<uint16_t>(h);
+    const uint32_t center = bits_of(static_cast<float>(half));
+    for (const uint32_t offset : {0u, 1u, 0xFFFu, 0x1000u, 0x1001u}) {
+      samples.push_back(center + offset);
+      samples.push_back((center - offset) | 0x80000000u);
+    }
+  }
+  for (int k = 0; k < 2'000'000; ++k) samples.push_back(static_cast<uint32_t>(rng()));
+  for (const uint32_t bits : samples) {
+    const float f = as_float(bits);
+    const _Float16 reference = static_cast<_Float16>(f);
+    uint16_t want;
+    std::memcpy(&want, &reference, sizeof(want));
+    if (cma::HostHalf(f).bits != want) {
+      if (++wrong <= 3)
+        PrintFailure("half of %08x: %04x, want %04x", bits, cma::HostHalf(f).bits, want);
+    }
+  }
+  wrong == 0 ? ++passed : ++failed;
+}
+
 // A constant run reads back exactly its value on every path (CPU and GPU plans, the direct
 // kernel's threads, the tile scan), for every window whose inputs are all the constant.
 template <typename T>
@@ -740,6 +789,7 @@ std::vector<TestCase> AllCases() {
   cases.push_back({"segments/float64/int64", CheckSegments<double, int64_t>});
   cases.push_back({"streams/float64", CheckStreams<double>});
   cases.push_back({"host_bfloat16", CheckHostBfloat16});
+  cases.push_back({"host_half", CheckHostHalf});
   cases.push_back({"nonfinite_just_before_units", CheckNonFiniteJustBeforeUnits});
   cases.push_back(
       {"constant_runs_exact/float32", [](std::mt19937_64&) { CheckConstantRunsExact<float>(); }});

@@ -81,9 +81,12 @@ def _causal_moving_avg_stream_gradient(op, *grads):  # noqa: ARG001
 def build_info() -> dict:
     """What the loaded library was built with.
 
-    Keys: ``cuda`` (GPU kernels compiled in), ``cuda_version``, ``cuda_architectures`` (list such
-    as ``"sm_90"`` for real code and ``"compute_90"`` for PTX), ``cuda_runtime`` (how the CUDA
-    runtime is linked), ``tensorflow_version`` (the TensorFlow the library was built against),
+    Keys: ``cuda`` (GPU kernels compiled in), ``cuda_version`` (the CUDA the kernels were built
+    with, e.g. ``"12.5"``), ``cuda_minimum_driver`` (the oldest NVIDIA driver that runs them, e.g.
+    ``525``), ``cuda_compiler``, ``cuda_architectures`` (list such as ``"sm_90"`` for real code
+    and ``"compute_90"`` for PTX), ``cuda_runtime`` (``"tensorflow"``: the kernels call the CUDA
+    runtime TensorFlow loads; ``"static-private"``: a runtime linked into the library),
+    ``tensorflow_version`` (the TensorFlow the library was built against),
     ``cpu_version`` (the version of the CPU core in use: ``"avx2"`` or ``"baseline"``),
     ``xla`` (the XLA kernel is built in: the op runs inside ``jit_compile=True``; TensorFlow
     releases whose wheel lacks what it needs build without it), ``xla_platforms`` (the XLA
@@ -94,6 +97,8 @@ def build_info() -> dict:
     return {
         "cuda": bool(architectures),
         "cuda_version": _BUILD_INFO["cuda_version"] or None,
+        "cuda_minimum_driver": _BUILD_INFO["cuda_minimum_driver"] or None,
+        "cuda_compiler": _BUILD_INFO["cuda_compiler"] or None,
         "cuda_architectures": architectures,
         "cuda_runtime": _BUILD_INFO["cuda_runtime"] or None,
         "tensorflow_version": _BUILD_INFO["tensorflow_version"],
