@@ -90,6 +90,12 @@ def cuobjdump():
     pytest.fail("cuobjdump not found: install nvidia-cuda-cuobjdump (requirements-dev.txt)")
 
 
+def cuobjdump_in(folder, *arguments):
+    return subprocess.run(
+        [cuobjdump(), *arguments], cwd=folder, capture_output=True, text=True, check=True
+    ).stdout
+
+
 def built_architectures():
     """What the build was asked for (CMake's list, as build_info reports it)."""
     architectures = causal_moving_avg.build_info()["cuda_architectures"]
@@ -124,12 +130,7 @@ def test_binary_covers_tensorflows_architectures_with_ptx_its_driver_jits():
     assert {"sm_70", "sm_80", "sm_89"} <= theirs  # what TF 2.21 lists (sm_60 too; compute_90)
     assert {a.replace("compute_", "sm_") for a in theirs} <= ours
     assert {a for a in theirs if a.startswith("compute_")} <= ours
-    ptx = subprocess.run(
-        [cuobjdump(), "--dump-ptx", causal_moving_avg.library_path()],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    ptx = cuobjdump_in(ROOT, "--dump-ptx", causal_moving_avg.library_path())
     versions = {tuple(map(int, v)) for v in re.findall(r"^\.version (\d+)\.(\d+)", ptx, re.MULTILINE)}
     assert versions and max(versions) <= (8, 5), versions
 
@@ -237,65 +238,44 @@ def nvidia_fatbinary():
     return found if Path(found).exists() else None
 
 
+def write_fatbin_of_library_cubin(folder, arch):
+    """The library's cubin for `arch` and SMALL_PTX (for sm_80) bundled by cmake/fatbinary.py:
+    returns the cubin's path, the fatbin's and the PTX's."""
+    ptx = folder / "k.ptx"
+    ptx.write_bytes(SMALL_PTX)
+    cuobjdump_in(folder, "--extract-elf", arch, causal_moving_avg.library_path())
+    (cubin,) = folder.glob(f"*.{arch}.cubin")
+    fatbin = folder / "ours.fatbin"
+    images = [f"--image=profile={arch},file={cubin}", f"--image=profile=compute_80,file={ptx}"]
+    writer = ROOT / "cmake" / "fatbinary.py"
+    subprocess.run([sys.executable, writer, "-64", "--create", fatbin, *images], check=True)
+    return cubin, fatbin, ptx
+
+
 @needs_cuda_build
 def test_fatbinary_writer_reads_back_with_cuobjdump(tmp_path):
     """cmake/fatbinary.py (the CUDA 12 packages have no fatbinary): cuobjdump lists and extracts
     what it wrote, byte for byte."""
-    (tmp_path / "k.ptx").write_bytes(SMALL_PTX)
-    subprocess.run(
-        [cuobjdump(), "--extract-elf", "sm_70", causal_moving_avg.library_path()],
-        cwd=tmp_path,
-        check=True,
-        capture_output=True,
-    )
-    (cubin,) = tmp_path.glob("*.sm_70.cubin")
-    images = [f"--image=profile=sm_70,file={cubin}", f"--image=profile=compute_80,file={tmp_path / 'k.ptx'}"]
-    writer = ROOT / "cmake" / "fatbinary.py"
-    subprocess.run([sys.executable, writer, "-64", "--create", tmp_path / "ours.fatbin", *images], check=True)
-    data = (tmp_path / "ours.fatbin").read_bytes()
+    cubin, fatbin, _ = write_fatbin_of_library_cubin(tmp_path, "sm_70")
+    data = fatbin.read_bytes()
     magic, version, header, size = struct.unpack_from("<IHHQ", data)
     assert (magic, version, header, size) == (0xBA55ED50, 1, 16, len(data) - 16)
-    listed = (
-        subprocess.run(
-            [cuobjdump(), "--list-elf", tmp_path / "ours.fatbin"], capture_output=True, text=True, check=True
-        ).stdout
-        + subprocess.run(
-            [cuobjdump(), "--list-ptx", tmp_path / "ours.fatbin"], capture_output=True, text=True, check=True
-        ).stdout
-    )
+    listed = cuobjdump_in(tmp_path, "--list-elf", fatbin) + cuobjdump_in(tmp_path, "--list-ptx", fatbin)
     assert "sm_70.cubin" in listed and "sm_80.ptx" in listed, listed
     out = tmp_path / "out"
     out.mkdir()
-    subprocess.run(
-        [cuobjdump(), "--extract-elf", "all", tmp_path / "ours.fatbin"],
-        cwd=out,
-        check=True,
-        capture_output=True,
-    )
+    cuobjdump_in(out, "--extract-elf", "all", fatbin)
     assert [p.read_bytes() for p in out.glob("*.cubin")] == [cubin.read_bytes()]
 
 
 @needs_cuda_build
 @pytest.mark.skipif(nvidia_fatbinary() is None, reason="no NVIDIA fatbinary on this machine to compare with")
 def test_fatbinary_writer_matches_nvidias_tool_byte_for_byte(tmp_path):
-    (tmp_path / "k.ptx").write_bytes(SMALL_PTX)
-    subprocess.run(
-        [cuobjdump(), "--extract-elf", "sm_90", causal_moving_avg.library_path()],
-        cwd=tmp_path,
-        check=True,
-        capture_output=True,
-    )
-    (cubin,) = tmp_path.glob("*.sm_90.cubin")
-    writer = ROOT / "cmake" / "fatbinary.py"
-    ours, theirs = tmp_path / "ours.fatbin", tmp_path / "theirs.fatbin"
-    subprocess.run(
-        [sys.executable, writer, "-64", "--create", ours]
-        + [f"--image=profile=sm_90,file={cubin}", f"--image=profile=compute_80,file={tmp_path / 'k.ptx'}"],
-        check=True,
-    )
+    cubin, ours, ptx = write_fatbin_of_library_cubin(tmp_path, "sm_90")
+    theirs = tmp_path / "theirs.fatbin"
     subprocess.run(
         [nvidia_fatbinary(), "--compress=false", "-64", "--create", theirs]
-        + [f"--image3=kind=elf,sm=90,file={cubin}", f"--image3=kind=ptx,sm=80,file={tmp_path / 'k.ptx'}"],
+        + [f"--image3=kind=elf,sm=90,file={cubin}", f"--image3=kind=ptx,sm=80,file={ptx}"],
         check=True,
     )
     assert ours.read_bytes() == theirs.read_bytes()
