@@ -55,18 +55,10 @@ def main(argv: list[str]) -> int:
     for argument in arguments:
         if argument == "--create":
             output = next(arguments)
-        elif argument.startswith("--create="):
-            output = argument.split("=", 1)[1]
-        elif argument.startswith("--image=") or argument.startswith("--image3="):
-            fields = dict(field.split("=", 1) for field in argument.split("=", 1)[1].split(","))
-            if "profile" in fields:
-                profile = fields["profile"]
-            else:  # --image3=kind=elf|ptx,sm=NN
-                profile = ("sm_" if fields["kind"] == "elf" else "compute_") + fields["sm"]
-            images.append((profile, fields["file"]))
-        elif argument in ("-64", "--64", "--compress=false", "-c"):
-            continue
-        else:
+        elif argument.startswith("--image=profile="):
+            profile, _, path = argument[len("--image=profile=") :].partition(",file=")
+            images.append((profile, path))
+        elif argument != "-64":
             raise SystemExit(f"fatbinary: unsupported argument {argument!r}")
     if output is None or not images:
         raise SystemExit("usage: fatbinary -64 --create OUT --image=profile=sm_NN,file=F ...")

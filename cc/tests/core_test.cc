@@ -541,18 +541,25 @@ void CheckNonFiniteJustBeforeUnits(std::mt19937_64& rng) {
 
 // The NumPy binding's bfloat16 rounds float32 to nearest, ties to even, as Eigen's does: checked
 // against the two bfloat16 neighbours of each float, compared in double.
+// A float32 of the given bits, and the bits of a float32.
+float FloatOfBits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+uint32_t BitsOfFloat(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  return bits;
+}
+
 void CheckHostBfloat16(std::mt19937_64& rng) {
-  const auto as_float = [](uint32_t bits) {
-    float f;
-    std::memcpy(&f, &bits, sizeof(f));
-    return f;
-  };
   std::vector<uint32_t> samples = {0x00000000, 0x80000000, 0x3F808000, 0x3F818000, 0x7F7FFFFF,
                                    0x7F7F8000, 0x00008000, 0x00018000, 0x7F800000, 0xFF800000};
   for (int k = 0; k < 2'000'000; ++k) samples.push_back(static_cast<uint32_t>(rng()));
   int wrong = 0;
   for (const uint32_t bits : samples) {
-    const float f = as_float(bits);
+    const float f = FloatOfBits(bits);
     const cma::HostBfloat16 b(f);
     uint16_t want;
     if (std::isnan(f)) {
@@ -564,13 +571,13 @@ void CheckHostBfloat16(std::mt19937_64& rng) {
       const uint16_t high = static_cast<uint16_t>(low + 1);    // away from zero
       // Past the largest finite bfloat16 comes the Inf, which rounding treats as 2^128.
       const double high_value =
-          (high & 0x7FFF) == 0x7F80 ? std::copysign(0x1p128, f) : as_float(uint32_t{high} << 16);
-      const double below = std::fabs(static_cast<double>(f) - as_float(uint32_t{low} << 16));
+          (high & 0x7FFF) == 0x7F80 ? std::copysign(0x1p128, f) : FloatOfBits(uint32_t{high} << 16);
+      const double below = std::fabs(static_cast<double>(f) - FloatOfBits(uint32_t{low} << 16));
       const double above = std::fabs(high_value - static_cast<double>(f));
       want = below < above || (below == above && (low & 1) == 0) ? low : high;
     }
     if (b.bits != want ||
-        (!std::isnan(f) && static_cast<float>(b) != as_float(uint32_t{want} << 16))) {
+        (!std::isnan(f) && static_cast<float>(b) != FloatOfBits(uint32_t{want} << 16))) {
       if (++wrong <= 3) PrintFailure("bfloat16 of %08x: %04x, want %04x", bits, b.bits, want);
     }
   }
@@ -580,23 +587,13 @@ void CheckHostBfloat16(std::mt19937_64& rng) {
 // HostHalf (the NumPy binding's float16) converts as the compiler's _Float16: every half to
 // float, and floats around every half (ties, neighbours), subnormals, overflow, NaN and random.
 void CheckHostHalf(std::mt19937_64& rng) {
-  const auto bits_of = [](float f) {
-    uint32_t bits;
-    std::memcpy(&bits, &f, sizeof(bits));
-    return bits;
-  };
-  const auto as_float = [](uint32_t bits) {
-    float f;
-    std::memcpy(&f, &bits, sizeof(f));
-    return f;
-  };
   int wrong = 0;
   for (uint32_t h = 0; h <= 0xFFFF; ++h) {
     cma::HostHalf half;
     half.bits = static_cast<uint16_t>(h);
     _Float16 reference;
     std::memcpy(&reference, &h, sizeof(reference));
-    if (bits_of(static_cast<float>(half)) != bits_of(static_cast<float>(reference))) {
+    if (BitsOfFloat(static_cast<float>(half)) != BitsOfFloat(static_cast<float>(reference))) {
       if (++wrong <= 3) PrintFailure("float of half %04x", h);
     }
   }
@@ -606,7 +603,7 @@ void CheckHostHalf(std::mt19937_64& rng) {
   for (uint32_t h = 0; h <= 0x7C00; ++h) {
     cma::HostHalf half;
     half.bits = static_cast<uint16_t>(h);
-    const uint32_t center = bits_of(static_cast<float>(half));
+    const uint32_t center = BitsOfFloat(static_cast<float>(half));
     for (const uint32_t offset : {0u, 1u, 0xFFFu, 0x1000u, 0x1001u}) {
       samples.push_back(center + offset);
       samples.push_back((center - offset) | 0x80000000u);
@@ -614,7 +611,7 @@ void CheckHostHalf(std::mt19937_64& rng) {
   }
   for (int k = 0; k < 2'000'000; ++k) samples.push_back(static_cast<uint32_t>(rng()));
   for (const uint32_t bits : samples) {
-    const float f = as_float(bits);
+    const float f = FloatOfBits(bits);
     const _Float16 reference = static_cast<_Float16>(f);
     uint16_t want;
     std::memcpy(&want, &reference, sizeof(want));
