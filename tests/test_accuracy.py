@@ -138,6 +138,24 @@ def test_a_ramp_under_a_large_value_is_exact_once_the_large_value_has_left():
         assert (y[0, tail] == exact[0, tail].astype(np.float32)).all()
 
 
+@pytest.mark.parametrize("window", [3, 1000])
+@pytest.mark.parametrize("edge", EDGES)
+def test_float64_overflow_beside_an_infinity_reads_the_infinity(window, edge):
+    """Finite values whose sum overflows, in a window with an Inf of the other sign: the window
+    reads that Inf (as a direct sum that meets the Inf first), not the NaN of Inf - Inf."""
+    big = np.finfo(np.float64).max
+    x = np.zeros((2, 3000))
+    x[0, 1000:1003] = [big, big, -np.inf]
+    x[1, 2000:2003] = [-np.inf, -big, -big]
+    x[1, 2500:2503] = [-big, -big, np.inf]
+    paths = [numpy_path(x, window, edge), op_path(x, window, edge)]
+    if cma.build_info()["xla"]:
+        paths.append(op_path(x, window, edge, jit_compile=True))
+    for y in paths:
+        assert violations(y, x, window, edge, "float64") == []
+        assert y[0, 1002] == -np.inf and y[1, 2502] == np.inf
+
+
 @pytest.mark.parametrize("jit_compile", jit_compile_values())
 def test_spikes_leave_no_trace_in_the_op_and_under_xla(jit_compile):
     rng = np.random.default_rng(7)
