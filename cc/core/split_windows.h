@@ -318,8 +318,9 @@ void SplitWindowMeans(const T* __restrict__ x, T* __restrict__ y, int64_t stride
 // The outputs of one float64 lane over [t0, t1) that overflowed (see OverflowedInUnit): the
 // lane's split windows once more on its inputs scaled by 2^-64 (exact above 2^-958, and no sum of
 // them can overflow), every output that was not finite taking its scaled mean times 2^64: finite,
-// or the window's own Inf or NaN (an overflow beside an Inf of the other sign read NaN). The steps are shifted so that the first block the unit reads is step 0: steps
-// before it lie in no window of [t0, t1), and outputs whose divisor still grows have none.
+// or the window's own Inf or NaN (an overflow beside an Inf of the other sign read NaN). The steps
+// are shifted so that the first block the unit reads is step 0: steps before it lie in no window of
+// [t0, t1), and outputs whose divisor still grows have none.
 inline void RedoOverflowed(const double* x, double* y, int64_t stride, int64_t t0, int64_t t1,
                            int64_t summed, const InverseDivisors<double>& divisors) {
   const SplitLayout layout = SplitLayoutFor(summed, 1);
