@@ -189,7 +189,7 @@ def series(draw):
     """[lanes, steps] float64 values of a dtype: noise at some scale with spikes 1e10-1e38 times
     it, sentinels, constant runs, ramps, NaN/Inf and subnormals."""
     dtype = draw(st.sampled_from(sorted(NUMPY_DTYPES)))
-    lanes = draw(st.sampled_from([1, 3, 17]))
+    lanes = draw(st.sampled_from([1, 3, 4, 8, 17]))
     steps = draw(st.integers(1, 3000 if lanes > 1 else 6000))
     window = draw(st.sampled_from([1, 2, 3, 5, 16, 17, 33, 100, 256, 257, 1000, 4096, 5000]))
     edge = draw(st.sampled_from(EDGES))
@@ -217,7 +217,7 @@ def series(draw):
             x[int(rng.integers(0, lanes)), int(rng.integers(0, steps))] = value
     with np.errstate(over="ignore"):
         x = np.clip(x, -float(finfo.max), float(finfo.max), where=np.isfinite(x), out=x)
-    return as_dtype(x, dtype), window, edge, dtype
+    return as_dtype(x, dtype), window, edge, dtype, draw(st.booleans())
 
 
 # CMA_PROPERTY_EXAMPLES=3000 for a thorough run (CI runs the default, with fixed examples).
@@ -228,8 +228,37 @@ def series(draw):
 )
 @given(case=series())
 def test_random_series_with_spikes_and_sentinels_meet_the_bound(case):
-    x, window, edge, dtype = case
-    y = numpy_path(x, window, edge)
+    x, window, edge, dtype, channels_last = case
+    if channels_last:  # [steps, lanes], averaged along axis 0: the lanes side by side in memory
+        columns = np.ascontiguousarray(x.T)
+        y = cma.numpy_causal_moving_avg(columns, window=window, axis=0, edge=edge).T
+    else:
+        y = numpy_path(x, window, edge)
     assert violations(y, x, window, edge, dtype) == []
     if x.shape[1] <= 2000:  # the op gives the same bits (checked for all shapes elsewhere)
-        np.testing.assert_array_equal(op_path(x, window, edge), y)
+        if channels_last:
+            got = cma.causal_moving_avg(tf.constant(columns), window, axis=0, edge=edge).numpy().T
+        else:
+            got = op_path(x, window, edge)
+        np.testing.assert_array_equal(got, y)
+
+
+@pytest.mark.parametrize("lanes", [2, 3, 4, 8])
+@pytest.mark.parametrize("window", [2, 3, 5])
+@pytest.mark.parametrize("edge", EDGES)
+def test_short_windows_give_each_channel_the_bits_of_its_series_alone(lanes, window, edge):
+    """Short windows are summed directly, per channel in the order of a single series: channels
+    side by side give each one the bits it has alone, also where the float64 sums round."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((lanes, 3000))
+    big = rng.choice([-1e20, 1e20], size=(lanes, 300))  # a large value, then its negative
+    where = rng.choice(2990, size=(lanes, 300), replace=False)
+    for lane in range(lanes):  # cancellation: what a window loses depends on the order of its sums
+        x[lane, where[lane]] = big[lane]
+        x[lane, where[lane] + rng.integers(1, window + 1)] = -big[lane]
+    x = x.astype(np.float32)
+    columns = np.ascontiguousarray(x.T)  # [steps, lanes]: the channels side by side in memory
+    together = cma.numpy_causal_moving_avg(columns, window=window, axis=0, edge=edge).T
+    alone = numpy_path(x, window, edge)  # each lane a series of its own
+    np.testing.assert_array_equal(together, alone)
+    assert violations(together, x, window, edge, "float32") == []

@@ -116,11 +116,10 @@ class ScopedSubnormals {
 #endif
 };
 
-// Units [begin, end) of the plan by split windows (single 16- or 32-bit sequences with short
-// windows summed directly, in float64). A float64 window whose finite values overflow a partial sum
-// (values of 2^960 or more) takes its mean from the lane's inputs scaled by 2^-64
-// (RedoOverflowed).
-// `scratch` holds ScratchSumsOf(plan) sums.
+// Units [begin, end) of the plan by split windows (16- or 32-bit units with short windows summed
+// directly where that is faster, DirectSumsFor, in float64). A float64 window whose finite values
+// overflow a partial sum (values of 2^960 or more) takes its mean from the lane's inputs scaled by
+// 2^-64 (RedoOverflowed). `scratch` holds ScratchSumsOf(plan) sums.
 inline int64_t ScratchSumsOf(const Plan& plan) {
   return SplitLayoutFor(SummedWindow(plan.call), plan.unit_lanes).ScratchSums(plan.unit_lanes);
 }
@@ -132,8 +131,8 @@ inline void ComputeLanes(const T* ux, T* uy, int64_t stride, int64_t lanes, int6
                          const SplitLayout& layout, SplitSumOf<T>* scratch) {
 #if !defined(__CUDA_ARCH__)  // host code (CUDA sources that include this file compile it twice)
   using Sum = SplitSumOf<T>;
-  if (std::is_same_v<Sum, PlainSum> && lanes == 1 && stride == 1 && summed <= kShortWindowMax) {
-    DirectMeans(ux, uy, t0, t1, summed, divisors);
+  if (std::is_same_v<Sum, PlainSum> && DirectSumsFor(lanes, summed)) {
+    DirectMeansOfLanes(ux, uy, stride, lanes, t0, t1, summed, divisors);
   } else {
     SplitWindowMeans(ux, uy, stride, lanes, t0, t1, summed, divisors, layout, scratch);
   }

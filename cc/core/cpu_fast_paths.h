@@ -6,6 +6,7 @@
 #define CAUSAL_MOVING_AVG_CC_CORE_CPU_FAST_PATHS_H_
 
 #include <cstdint>
+#include <cstring>
 
 #include "cc/core/history.h"
 #include "cc/core/numerics.h"
@@ -61,6 +62,14 @@ inline void ShortWindowMeans(const T* __restrict__ x, T* __restrict__ y, int64_t
   ShortWindowMeansUpTo<kShortWindowMax>(x, y, t0, t1, window, inv_window);
 }
 
+// The end of the steps in [t0, t1) that direct sums take one by one: those before the window is
+// full or whose divisor still grows (all of them when the summed window Wc < W).
+inline int64_t DirectFillingEnd(int64_t t0, int64_t t1, int64_t summed,
+                                const InverseDivisors<double>& divisors) {
+  const int64_t window = divisors.window;
+  return Min64(t1, summed < window ? t1 : Max64(window, t0 + divisors.GrowingSteps(t0, t1 - t0)));
+}
+
 // Means of a contiguous sequence over steps [t0, t1) by direct sums, for a summed window
 // Wc = min(W, steps) <= kShortWindowMax: the steps before the window is full one by one, then
 // ShortWindowMeans.
@@ -69,9 +78,7 @@ inline void DirectMeans(const T* __restrict__ x, T* __restrict__ y, int64_t t0, 
                         int64_t summed, const InverseDivisors<double>& divisors) {
   const int64_t window = divisors.window;
   const LaneHistory history{summed};
-  // Outputs before the window is full, or whose divisor still grows, one by one.
-  const int64_t filling_end =
-      Min64(t1, summed < window ? t1 : Max64(window, t0 + divisors.GrowingSteps(t0, t1 - t0)));
+  const int64_t filling_end = DirectFillingEnd(t0, t1, summed, divisors);
   int64_t t = t0;
   for (; t < filling_end; ++t) {
     double sum = 0.0;
@@ -79,6 +86,90 @@ inline void DirectMeans(const T* __restrict__ x, T* __restrict__ y, int64_t t0, 
     y[t] = RoundTo<T>(sum * divisors.At(t));
   }
   if (t < t1) ShortWindowMeans(x, y, t, t1, window, divisors.inv_window);
+}
+
+// Most lanes that DirectLaneMeans advances together.
+constexpr int64_t kDirectLanesMax = 16;
+
+// Whether a unit of `lanes` lanes sums its windows (Wc = `summed`) directly rather than by split
+// windows: a single sequence up to kShortWindowMax; several lanes cost about Wc vector additions
+// per four lanes and step against the split windows' constant work, so direct sums pay while
+// Wc times the lanes (padded to whole vectors) stays small, and up to Wc = 8 for lane counts that
+// leave a vector part empty.
+inline bool DirectSumsFor(int64_t lanes, int64_t summed) {
+  if (lanes == 1) return summed <= kShortWindowMax;
+  const int64_t padded = (lanes + 3) / 4 * 4;
+  return lanes <= kDirectLanesMax && summed * padded <= 56 && (lanes % 4 == 0 || summed <= 8);
+}
+
+// DirectMeans for lanes side by side (consecutive steps `stride` apart; kLanes of them, or
+// `lanes` when kLanes is 0): the same additions in the same order per lane, so each lane's
+// means have the bits of the same series alone. Each input is converted once per chunk of steps
+// into rows padded to whole vectors of four lanes, and each window summed from those rows, four
+// lanes per vector register.
+template <int64_t kLanes, typename T>
+inline void DirectLaneMeans(const T* __restrict__ x, T* __restrict__ y, int64_t stride,
+                            int64_t lanes, int64_t t0, int64_t t1, int64_t summed,
+                            const InverseDivisors<double>& divisors) {
+  static_assert(kLanes % 4 == 0 && kLanes <= kDirectLanesMax, "whole vectors of lanes");
+  constexpr int64_t kRow = kLanes > 0 ? kLanes : kDirectLanesMax;
+  if constexpr (kLanes > 0) lanes = kLanes;
+  const LaneHistory history{summed};
+  const int64_t filling_end = DirectFillingEnd(t0, t1, summed, divisors);
+  int64_t t = t0;
+  for (; t < filling_end; ++t) {
+    double sums[kRow] = {};
+    for (int64_t j = t; j >= history.WindowBegin(t); --j) {
+      for (int64_t l = 0; l < lanes; ++l) sums[l] += static_cast<double>(x[j * stride + l]);
+    }
+    const double inv = divisors.At(t);
+    for (int64_t l = 0; l < lanes; ++l) y[t * stride + l] = RoundTo<T>(sums[l] * inv);
+  }
+  // Full windows (Wc = W here): ShortWindowMeansFixed's sums, newest input first.
+  constexpr int64_t kChunk = 128;
+  alignas(32) double converted[(kChunk + kShortWindowMax - 1) * kRow];
+  const int64_t window = summed, padded = (lanes + 3) / 4 * 4;
+  const double inv = divisors.inv_window;
+  for (; t < t1; t += kChunk) {
+    const int64_t n = Min64(kChunk, t1 - t);
+    const T* first = x + (t - (window - 1)) * stride;
+    for (int64_t s = 0; s < n + window - 1; ++s) {
+      for (int64_t l = 0; l < lanes; ++l) {
+        converted[s * kRow + l] = static_cast<double>(first[s * stride + l]);
+      }
+      for (int64_t l = lanes; l < padded; ++l) converted[s * kRow + l] = 0.0;
+    }
+    for (int64_t v = 0; v < lanes; v += 4) {
+      const int64_t width = Min64(4, lanes - v);
+      for (int64_t k = 0; k < n; ++k) {
+        const double* newest = converted + (k + window - 1) * kRow + v;
+        Float64x4 sum, older;
+        std::memcpy(&sum, newest, sizeof sum);
+        for (int64_t j = 1; j < window; ++j) {
+          std::memcpy(&older, newest - j * kRow, sizeof older);
+          sum += older;
+        }
+        sum *= inv;
+        T* out = y + (t + k) * stride + v;
+        if (kLanes > 0 || width == 4) {
+          for (int i = 0; i < 4; ++i) out[i] = RoundTo<T>(sum[i]);
+        } else {
+          for (int64_t i = 0; i < width; ++i) out[i] = RoundTo<T>(sum[i]);
+        }
+      }
+    }
+  }
+}
+
+// Direct sums of `lanes` lanes (DirectSumsFor), with the common unit widths fixed.
+template <typename T>
+inline void DirectMeansOfLanes(const T* __restrict__ x, T* __restrict__ y, int64_t stride,
+                               int64_t lanes, int64_t t0, int64_t t1, int64_t summed,
+                               const InverseDivisors<double>& divisors) {
+  if (lanes == 1 && stride == 1) return DirectMeans(x, y, t0, t1, summed, divisors);
+  if (lanes == 4) return DirectLaneMeans<4>(x, y, stride, lanes, t0, t1, summed, divisors);
+  if (lanes == 8) return DirectLaneMeans<8>(x, y, stride, lanes, t0, t1, summed, divisors);
+  DirectLaneMeans<0>(x, y, stride, lanes, t0, t1, summed, divisors);
 }
 
 }  // namespace causal_moving_avg

@@ -393,6 +393,16 @@ struct InverseDivisors {
     return Acc(1) / static_cast<Acc>(counted);
   }
 
+#if !defined(__CUDA_ARCH__)
+  // At(t), ..., At(t + n - 1) for n growing steps as consecutive entries of the reciprocals'
+  // table, or null where the table does not hold them all.
+  const Acc* GrowingReciprocals(int64_t t, int64_t n) const {
+    const int64_t first = position + t + 1;
+    if (n <= 0 || first < 1 || first + n - 1 > kReciprocalSteps) return nullptr;
+    return StepReciprocals<Acc>() + (first - 1);
+  }
+#endif
+
   // How many of steps [t, t + n) grow (they come first).
   CMA_HOST_DEVICE int64_t GrowingSteps(int64_t t, int64_t n) const {
     return edge == Edge::kPartial ? Max64(0, Min64(n, window - position - t)) : 0;

@@ -29,9 +29,6 @@
 
 namespace causal_moving_avg {
 
-// Lanes whose float64 sums the wide paths hold in registers at a time.
-constexpr int64_t kSplitLaneChunk = 16;
-
 // floor(a / b) for b > 0.
 inline int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
@@ -70,6 +67,17 @@ template <typename T>
 inline void Load4(const T* x, Float64x4* v) {
   *v = Float64x4{static_cast<double>(x[0]), static_cast<double>(x[1]), static_cast<double>(x[2]),
                  static_cast<double>(x[3])};
+}
+
+// Units of four or eight lanes run paths that hold a unit's sums in one or two vector registers
+// (named, so that the compiler keeps them there); other units run loops over all their lanes
+// per step, which it vectorises better than a chunk of eight beside a remainder.
+inline bool InVectorRegisters(int64_t lanes) { return lanes == 4 || lanes == 8; }
+
+// Four means rounded to T (by pointer, as Load4).
+template <typename T>
+inline void Narrow4(const Float64x4* v, T* y) {
+  for (int i = 0; i < 4; ++i) y[i] = RoundTo<T>((*v)[i]);
 }
 
 // The carry between two scanned vectors and what came before them: u (scanned first) gets the
@@ -169,13 +177,35 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
     for (int64_t l = 0; l < lanes; ++l) out[B * lanes + l] = Sum();
     int64_t l0 = 0;
     if constexpr (kPlain) {
-      // Sixteen lanes at a time, their sums held in registers down the block.
-      for (; l0 + kSplitLaneChunk <= lanes; l0 += kSplitLaneChunk) {
-        double sums[kSplitLaneChunk] = {};
+      // Four or eight lanes: their sums in vector registers down the block.
+      const auto in_registers = [&](auto pair) {
+        constexpr bool kPair = decltype(pair)::value;
+        Float64x4 lo = {}, hi = {};
+        for (int64_t k = B - 1; k >= zeros; --k) {
+          const T* xs = x + (first + k) * stride;
+          double* row = as_doubles(out + k * lanes);
+          Float64x4 in;
+          Load4(xs, &in);
+          lo += in;
+          std::memcpy(row, &lo, sizeof lo);
+          if constexpr (kPair) {
+            Load4(xs + 4, &in);
+            hi += in;
+            std::memcpy(row + 4, &hi, sizeof hi);
+          }
+        }
+        l0 = lanes;
+      };
+      if (InVectorRegisters(lanes)) {
+        lanes == 8 ? in_registers(std::true_type{}) : in_registers(std::false_type{});
+      }
+      // Sixteen lanes at a time, their sums in an array the compiler vectorises.
+      for (; l0 + 16 <= lanes; l0 += 16) {
+        double sums[16] = {};
         for (int64_t k = B - 1; k >= zeros; --k) {
           const T* xs = x + (first + k) * stride + l0;
           double* row = as_doubles(out + k * lanes + l0);
-          for (int64_t l = 0; l < kSplitLaneChunk; ++l) {
+          for (int64_t l = 0; l < 16; ++l) {
             sums[l] += static_cast<double>(xs[l]);
             row[l] = sums[l];
           }
@@ -247,8 +277,14 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
               as_doubles(tails[(a0 + part) & 1]) + blocks.TailOffset(from) - (from - begin);
           const double mid = kMiddle ? middle[part][0].sum : 0.0;
           int64_t k = from - begin;
-          for (const int64_t grow_end = k + divisors.GrowingSteps(from, to - from); k < grow_end;
-               ++k) {
+          const int64_t growing = divisors.GrowingSteps(from, to - from);
+          if (const double* inv = divisors.GrowingReciprocals(from, growing)) {
+            inv -= k;  // a loop the compiler vectorises
+            for (const int64_t grow_end = k + growing; k < grow_end; ++k) {
+              y[begin + k] = RoundTo<T>(((tail[k] + mid) + heads[k]) * inv[k]);
+            }
+          }
+          for (const int64_t grow_end = from - begin + growing; k < grow_end; ++k) {
             y[begin + k] = RoundTo<T>(((tail[k] + mid) + heads[k]) * divisors.At(begin + k));
           }
           const double inv = divisors.inv_window;
@@ -263,8 +299,65 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
         if (n == B) totals[slot(b)].sum = heads[B - 1];
       }
     } else {
-      for (int64_t l = 0; l < lanes; ++l) head[l] = Sum();
-      for (int64_t part = 0; part < 2; ++part) {
+      int64_t l0 = 0;
+      if constexpr (kPlain) {
+        // Four or eight lanes: heads and middle sums in vector registers down the block; the
+        // same operations as the loop below.
+        const auto in_registers = [&](auto pair) {
+          constexpr bool kPair = decltype(pair)::value;
+          const auto lane_out = [&](const Float64x4& head, const Float64x4& mid, const double* tail,
+                                    double inv, T* yt) {
+            Float64x4 sum;
+            std::memcpy(&sum, tail, sizeof sum);
+            if constexpr (kMiddle) sum += mid;
+            sum += head;
+            sum *= inv;
+            Narrow4(&sum, yt);
+          };
+          Float64x4 head_lo = {}, head_hi = {};
+          for (int64_t part = 0; part < 2; ++part) {
+            const int64_t from = part == 0 ? begin : switch_at, to = part == 0 ? switch_at : end;
+            if (from >= to) continue;
+            const double* tail =
+                as_doubles(tails[(a0 + part) & 1] + blocks.TailOffset(from) * lanes);
+            Float64x4 mid_lo = {}, mid_hi = {};
+            if constexpr (kMiddle) {
+              for (int i = 0; i < 4; ++i) {
+                mid_lo[i] = middle[part][i].sum;
+                if constexpr (kPair) mid_hi[i] = middle[part][4 + i].sum;
+              }
+            }
+            const int64_t grow_end = from + divisors.GrowingSteps(from, to - from);
+            for (int64_t t = from; t < to; ++t, tail += lanes) {
+              const double inv = t < grow_end ? divisors.At(t) : divisors.inv_window;
+              const T* xt = x + t * stride;
+              T* yt = y + t * stride;
+              Float64x4 in;
+              Load4(xt, &in);
+              head_lo += in;
+              lane_out(head_lo, mid_lo, tail, inv, yt);
+              if constexpr (kPair) {
+                Load4(xt + 4, &in);
+                head_hi += in;
+                lane_out(head_hi, mid_hi, tail + 4, inv, yt + 4);
+              }
+            }
+          }
+          if (end - begin == B) {
+            Sum* total = totals + slot(b) * lanes;
+            for (int i = 0; i < 4; ++i) {
+              total[i].sum = head_lo[i];
+              if constexpr (kPair) total[4 + i].sum = head_hi[i];
+            }
+          }
+          l0 = lanes;
+        };
+        if (InVectorRegisters(lanes)) {
+          lanes == 8 ? in_registers(std::true_type{}) : in_registers(std::false_type{});
+        }
+      }
+      for (int64_t l = l0; l < lanes; ++l) head[l] = Sum();
+      for (int64_t part = 0; part < 2 && l0 < lanes; ++part) {
         const int64_t from = part == 0 ? begin : switch_at, to = part == 0 ? switch_at : end;
         if (from >= to) continue;
         const Sum* tail = tails[(a0 + part) & 1] + blocks.TailOffset(from) * lanes;
@@ -275,7 +368,7 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
           const double divisor = divisors.DivisorAt(t);
           const T* xt = x + t * stride;
           T* yt = y + t * stride;
-          for (int64_t l = 0; l < lanes; ++l) {
+          for (int64_t l = l0; l < lanes; ++l) {
             head[l].Add(static_cast<double>(xt[l]));
             Sum sum = tail[l];
             if constexpr (kMiddle) sum.Merge(mid[l]);
@@ -286,7 +379,7 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
       }
       if (end - begin == B) {
         Sum* total = totals + slot(b) * lanes;
-        for (int64_t l = 0; l < lanes; ++l) total[l] = head[l];
+        for (int64_t l = l0; l < lanes; ++l) total[l] = head[l];
       }
     }
     // The next block's windows begin in block a0 + 1.
