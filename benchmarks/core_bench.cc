@@ -4,9 +4,9 @@
 //
 //   build/cma_core_bench [--quick]        (scripts/run core-bench builds and runs it)
 //
-// Prints the host (ratios measured on one host do not carry over to another), then one row per
-// case: medians of repeated calls, the best of several rounds, and the ratios to memcpy and to
-// the scale loop.
+// Prints the host and the core version it runs (CMA_CPU_VERSION picks another; ratios measured
+// on one host do not carry over to another), then one row per case: medians of repeated calls,
+// the best of several rounds, and the ratios to memcpy and to the scale loop.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -82,8 +82,10 @@ int main(int argc, char** argv) {
       for (cma::Edge e : {cma::Edge::kZeros, cma::Edge::kPartial}) cases.push_back({g, w, e});
     }
   }
-  std::printf("host: %s; one thread, warm buffers, float32; best of %d rounds of %d-call medians\n",
-              Host().c_str(), rounds, calls);
+  std::printf(
+      "host: %s; core version: %s; one thread, warm buffers, float32; best of %d rounds of "
+      "%d-call medians\n",
+      Host().c_str(), cma::CpuVersionName(cma::ActiveCpuVersion()), rounds, calls);
   std::printf(
       "| shape | W | edge | core ns/elem | memcpy ns/elem | scale ns/elem | core / memcpy | core / "
       "scale |\n");
