@@ -1,14 +1,17 @@
 // The CPU core alone against the memory floor, one thread, warm buffers: ns per element of
-// ComputeUnits beside a memcpy of the same bytes and a float -> double -> scaled -> float loop
-// (the conversions any float64-accumulating kernel needs), timed interleaved in one process.
+// ComputeUnits beside a memcpy of the same bytes, a float -> double -> scaled -> float loop
+// (the conversions any float64-accumulating kernel needs) and the compute floor of a moving
+// average on this host (AVX2 hosts: running sums with independent units in vector lanes,
+// RunningSumFloor), timed interleaved in one process.
 //
 //   build/cma_core_bench [--quick]        (scripts/run core-bench builds and runs it)
 //
 // Prints the host and the core version it runs (CMA_CPU_VERSION picks another; ratios measured
 // on one host do not carry over to another), then one row per case: medians of repeated calls,
-// the best of several rounds, and the ratios to memcpy and to the scale loop.
+// the best of several rounds, and the ratios to memcpy, to the scale loop and to the floor.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +24,13 @@
 #include "cc/core/cpu.h"
 #include "cc/core/plan.h"
 #include "cc/core/types.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CMA_BENCH_HAS_FLOOR 1
+#else
+#define CMA_BENCH_HAS_FLOOR 0
+#endif
 
 namespace cma = causal_moving_avg;
 
@@ -63,6 +73,126 @@ __attribute__((noinline)) void ScaleLoop(const float* __restrict__ x, float* __r
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<double>(x[i]) * scale);
 }
 
+#if CMA_BENCH_HAS_FLOOR
+// The compute floor: the earlier running sums' arithmetic (float -> double, add the input
+// entering, subtract the one leaving, times 1/W, double -> float; no FMA), "zeros" edge, with
+// independent units side by side in the lanes of four-double vectors and several chains
+// interleaved, which is as little work per element as a float64-accumulating moving average
+// does. Rows of 4k channels: channel groups as lanes, two rows together. One-channel rows: eight
+// units (eight rows, or eight segments of one long row, each re-anchored from the inputs before
+// it) transposed in registers four steps at a time.
+typedef double Floor4 __attribute__((vector_size(32)));
+
+__attribute__((target("avx2"), noinline)) void FloorChannels(const float* x, float* y,
+                                                             int64_t outer, int64_t steps,
+                                                             int64_t inner, int64_t window,
+                                                             double inv) {
+  std::vector<Floor4> sums(2 * inner / 4);
+  const Floor4 scale = {inv, inv, inv, inv};
+  for (int64_t r0 = 0; r0 < outer; r0 += 2) {
+    const int64_t rows = std::min<int64_t>(2, outer - r0);
+    for (Floor4& v : sums) v = Floor4{0, 0, 0, 0};
+    for (int64_t t = 0; t < steps; ++t) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* xr = x + ((r0 + r) * steps + t) * inner;
+        float* yr = y + ((r0 + r) * steps + t) * inner;
+        Floor4* s = sums.data() + r * inner / 4;
+        for (int64_t g = 0; g < inner / 4; ++g) {
+          s[g] += _mm256_cvtps_pd(_mm_loadu_ps(xr + 4 * g));
+          if (t >= window) s[g] -= _mm256_cvtps_pd(_mm_loadu_ps(xr - window * inner + 4 * g));
+          _mm_storeu_ps(yr + 4 * g, _mm256_cvtpd_ps(s[g] * scale));
+        }
+      }
+    }
+  }
+}
+
+// Eight one-channel units of n steps each at xs[u], ys[u], with avail[u] inputs before step 0
+// that count (the rest are zeros).
+__attribute__((target("avx2"), noinline)) void FloorUnits8(const float* const* xs, float* const* ys,
+                                                           const int64_t* avail, int64_t n,
+                                                           int64_t window, double inv) {
+  Floor4 s[2];
+  for (int g = 0; g < 2; ++g) {
+    for (int j = 0; j < 4; ++j) {
+      double anchor = 0.0;
+      for (int64_t t = -std::min(window - 1, avail[4 * g + j]); t < 0; ++t) {
+        anchor += static_cast<double>(xs[4 * g + j][t]);
+      }
+      s[g][j] = anchor;
+    }
+  }
+  const Floor4 scale = {inv, inv, inv, inv};
+  const int64_t n4 = n / 4 * 4;
+  for (int64_t k = 0; k < n4; k += 4) {
+    for (int g = 0; g < 2; ++g) {
+      const float* const* x4 = xs + 4 * g;
+      __m128 in[4] = {_mm_loadu_ps(x4[0] + k), _mm_loadu_ps(x4[1] + k), _mm_loadu_ps(x4[2] + k),
+                      _mm_loadu_ps(x4[3] + k)};
+      _MM_TRANSPOSE4_PS(in[0], in[1], in[2], in[3]);
+      __m128 out[4], leaving[4];
+      const bool inside = k >= window;  // else the steps before step 0 as avail says
+      if (inside) {
+        for (int j = 0; j < 4; ++j) leaving[j] = _mm_loadu_ps(x4[j] + k - window);
+        _MM_TRANSPOSE4_PS(leaving[0], leaving[1], leaving[2], leaving[3]);
+      } else {
+        for (int i = 0; i < 4; ++i) {
+          float v[4];
+          for (int j = 0; j < 4; ++j) {
+            const int64_t t = k + i - window;
+            v[j] = t >= -std::min(window - 1, avail[4 * g + j]) ? x4[j][t] : 0.0f;
+          }
+          leaving[i] = _mm_loadu_ps(v);
+        }
+      }
+      for (int i = 0; i < 4; ++i) {
+        s[g] += _mm256_cvtps_pd(in[i]);
+        s[g] -= _mm256_cvtps_pd(leaving[i]);
+        out[i] = _mm256_cvtpd_ps(s[g] * scale);
+      }
+      _MM_TRANSPOSE4_PS(out[0], out[1], out[2], out[3]);
+      for (int j = 0; j < 4; ++j) _mm_storeu_ps(ys[4 * g + j] + k, out[j]);
+    }
+  }
+  for (int u = 0; u < 8; ++u) {  // the last n % 4 steps
+    double sum = s[u / 4][u % 4];
+    for (int64_t t = n4; t < n; ++t) {
+      sum += static_cast<double>(xs[u][t]);
+      if (t - window >= -std::min(window - 1, avail[u])) {
+        sum -= static_cast<double>(xs[u][t - window]);
+      }
+      ys[u][t] = static_cast<float>(sum * inv);
+    }
+  }
+}
+
+void RunningSumFloor(const float* x, float* y, const cma::Geometry& g, int64_t window) {
+  const double inv = 1.0 / static_cast<double>(window);
+  if (g.inner % 4 == 0) return FloorChannels(x, y, g.outer, g.steps, g.inner, window, inv);
+  // One channel: eight rows at a time, or a row cut into eight segments.
+  const float* xs[8];
+  float* ys[8];
+  int64_t avail[8];
+  if (g.outer >= 8) {
+    for (int64_t r0 = 0; r0 + 8 <= g.outer; r0 += 8) {
+      for (int u = 0; u < 8; ++u) {
+        xs[u] = x + (r0 + u) * g.steps, ys[u] = y + (r0 + u) * g.steps, avail[u] = 0;
+      }
+      FloorUnits8(xs, ys, avail, g.steps, window, inv);
+    }
+    return;
+  }
+  for (int64_t r = 0; r < g.outer; ++r) {
+    const int64_t length = g.steps / 8;
+    for (int u = 0; u < 8; ++u) {
+      xs[u] = x + r * g.steps + u * length, ys[u] = y + r * g.steps + u * length;
+      avail[u] = u * length;
+    }
+    FloorUnits8(xs, ys, avail, length, window, inv);
+  }
+}
+#endif
+
 struct Case {
   cma::Geometry geometry;
   int64_t window;
@@ -86,14 +216,19 @@ int main(int argc, char** argv) {
       "host: %s; core version: %s; one thread, warm buffers, float32; best of %d rounds of "
       "%d-call medians\n",
       Host().c_str(), cma::CpuVersionName(cma::ActiveCpuVersion()), rounds, calls);
+#if CMA_BENCH_HAS_FLOOR
+  const bool floor = __builtin_cpu_supports("avx2");
+#else
+  const bool floor = false;
+#endif
   std::printf(
-      "| shape | W | edge | core ns/elem | memcpy ns/elem | scale ns/elem | core / memcpy | core / "
-      "scale |\n");
-  std::printf("|---|---:|---|---:|---:|---:|---:|---:|\n");
+      "| shape | W | edge | core ns/elem | memcpy ns/elem | scale ns/elem | floor ns/elem | core / "
+      "memcpy | core / scale | core / floor |\n");
+  std::printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n");
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   cma::Geometry last{0, 0, 0};
-  std::vector<float> x, y;
+  std::vector<float> x, y, core_y;
   for (const Case& c : cases) {
     const int64_t n = c.geometry.outer * c.geometry.steps * c.geometry.inner;
     if (c.geometry.outer != last.outer || c.geometry.steps != last.steps ||
@@ -109,19 +244,44 @@ int main(int argc, char** argv) {
         [&] { cma::ComputeUnits<float>(plan, x.data(), y.data(), 0, plan.num_units); },
         [&] { std::memcpy(y.data(), x.data(), n * sizeof(float)); },
         [&] { ScaleLoop(x.data(), y.data(), n, 1.0 / 3.0); },
+#if CMA_BENCH_HAS_FLOOR
+        [&] { RunningSumFloor(x.data(), y.data(), c.geometry, c.window); },
+#endif
     };
-    double best[3] = {1e30, 1e30, 1e30};
+    const int count = floor ? 4 : 3;
+#if CMA_BENCH_HAS_FLOOR
+    if (floor && c.edge == cma::Edge::kZeros) {  // the floor computes the moving average
+      methods[0]();
+      core_y = y;
+      methods[3]();
+      double worst = 0.0;
+      for (int64_t i = 0; i < n; ++i) {
+        worst = std::max(worst, static_cast<double>(std::fabs(y[i] - core_y[i])));
+      }
+      if (!(worst <= 1e-5)) {
+        std::fprintf(stderr, "the floor differs from the core by %g\n", worst);
+        return 1;
+      }
+    }
+#endif
+    double best[4] = {1e30, 1e30, 1e30, 1e30};
     for (int r = 0; r < rounds; ++r) {
-      for (int m = 0; m < 3; ++m) {
+      for (int m = 0; m < count; ++m) {
         methods[m]();  // warm
         best[m] = std::min(best[m], MedianSeconds(methods[m], calls));
       }
     }
-    const double ns[3] = {best[0] * 1e9 / n, best[1] * 1e9 / n, best[2] * 1e9 / n};
-    std::printf("| [%lld, %lld, %lld] | %lld | %s | %.3f | %.3f | %.3f | %.2f | %.2f |\n",
+    double ns[4];
+    for (int m = 0; m < 4; ++m) ns[m] = best[m] * 1e9 / n;
+    char floor_ns[32] = "n/a", core_over_floor[32] = "n/a";
+    if (floor) {
+      std::snprintf(floor_ns, sizeof floor_ns, "%.3f", ns[3]);
+      std::snprintf(core_over_floor, sizeof core_over_floor, "%.2f", ns[0] / ns[3]);
+    }
+    std::printf("| [%lld, %lld, %lld] | %lld | %s | %.3f | %.3f | %.3f | %s | %.2f | %.2f | %s |\n",
                 (long long)c.geometry.outer, (long long)c.geometry.steps,
                 (long long)c.geometry.inner, (long long)c.window, cma::NameOf(c.edge), ns[0], ns[1],
-                ns[2], ns[0] / ns[1], ns[0] / ns[2]);
+                ns[2], floor_ns, ns[0] / ns[1], ns[0] / ns[2], core_over_floor);
     std::fflush(stdout);
   }
   return 0;

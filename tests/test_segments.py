@@ -64,15 +64,28 @@ def test_packed_sequences_match_each_sequence_alone(dtype, edge, window, mean_le
 
 
 @pytest.mark.parametrize("edge", EDGES)
-def test_each_sequence_equals_a_call_on_it_alone(edge):
-    rng = np.random.default_rng(1)
-    x = rng.normal(size=(2, 500, 3))
-    ids = random_ids(rng, 2, 500, 60)
-    y = cma.numpy_causal_moving_avg(x, 25, edge=edge, segment_ids=ids)
+@pytest.mark.parametrize(
+    ("dtype", "channels", "window"),
+    [("float64", 3, 25), ("float32", 1, 3), ("float32", 1, 16), ("float16", 1, 7), ("bfloat16", 1, 2)],
+)
+def test_each_sequence_equals_a_call_on_it_alone(edge, dtype, channels, window):
+    # Values 2^60 apart cancel, so the float64 sums round and their order shows in the last bit;
+    # -0.0 runs show how a sum starts.
+    rng = np.random.default_rng([window, channels])
+    big = 1e3 if dtype == "float16" else 1e18
+    x = rng.normal(size=(2, 500, channels)) * np.where(rng.random((2, 500, channels)) < 0.2, big, 1.0)
+    x[:, 100:140] = -0.0
+    x = as_dtype(x, dtype)
+    ids = random_ids(rng, 2, 500, 12)
+    y = cma.numpy_causal_moving_avg(x, window, edge=edge, segment_ids=ids)
     for row in range(2):
         for begin, end in sequences_of(ids[row]):
-            alone = cma.numpy_causal_moving_avg(x[row : row + 1, begin:end], 25, edge=edge)
-            assert np.array_equal(y[row : row + 1, begin:end], alone)
+            alone = cma.numpy_causal_moving_avg(x[row : row + 1, begin:end], window, edge=edge)
+            assert np.array_equal(y[row : row + 1, begin:end].view(np.uint8), alone.view(np.uint8)), (
+                row,
+                begin,
+                end,
+            )
 
 
 def test_a_nan_stays_in_its_sequence():

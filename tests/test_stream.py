@@ -102,6 +102,26 @@ def test_integer_valued_streams_equal_the_whole_call_bitwise(dtype):
         assert np.array_equal(y, whole)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("edge", EDGES)
+@pytest.mark.parametrize("window", [5, 40])
+def test_chunks_of_a_few_steps_meet_the_bound_of_the_whole_stream(dtype, edge, window):
+    # The CPU sums the outputs of a short chunk straight from the state instead of staging them:
+    # chunks of 1-4 steps, more channels than it sums side by side (64), spikes and a NaN.
+    rng = np.random.default_rng([window, len(dtype), len(edge), 7])
+    steps = 90
+    x = as_dtype(rng.normal(size=(2, steps, 70)) * 10.0 ** rng.integers(-3, 4, size=(2, 1, 70)), dtype)
+    x[1, 30, 66] = 1e4 if dtype != "float64" else 1e300
+    x[0, 47, 3] = np.nan
+    bounds = np.cumsum([0, *rng.integers(1, 5, size=steps)]).tolist()
+    bounds = [b for b in bounds if b < steps] + [steps]
+    y, state = stream_op(x, window, edge, bounds)
+    y_numpy, _ = stream_numpy(x, window, edge, bounds)
+    assert np.array_equal(y, y_numpy, equal_nan=True)
+    assert violations(lanes(y), lanes(x), window, edge, dtype) == []
+    assert np.array_equal(np.asarray(state.history), x[:, steps - (window - 1) :], equal_nan=True)
+
+
 @pytest.mark.parametrize("edge", EDGES)
 def test_one_step_at_a_time_matches_the_definition(edge):
     rng = np.random.default_rng(3)

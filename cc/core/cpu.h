@@ -243,6 +243,17 @@ inline void ComputeSequenceRange(const Call& call, int64_t p0, int64_t p1) {
   ComputeSequencesFrom<T>(call, static_cast<const int32_t*>(call.segment_ids), p0, p1);
 }
 
+// Whether a stream's head is summed straight from its state (StreamHeadMeans) rather than staged:
+// for 16- and 32-bit inputs (float64's compensated sums and overflow handling stay with the
+// stage) where W sums per output cost about what staging W - 1 + n steps does: a few steps (a
+// step loop), or short windows.
+constexpr int64_t kDirectHeadStepsMax = 4;
+inline bool HeadSummedDirectly(const Call& call) {
+  const int64_t head = Min64(call.HistorySteps(), call.view.steps);
+  return call.dtype != DType::kFloat64 &&
+         (head <= kDirectHeadStepsMax || call.window <= kShortWindowMax);
+}
+
 // Each version of the core: `flatten` inlines the whole unit into it, so all of it is compiled
 // for that version's target.
 template <typename T>
@@ -253,6 +264,12 @@ __attribute__((flatten)) void ComputeUnitsBaseline(const Plan& plan, const T* x,
 template <typename T>
 __attribute__((flatten)) void ComputeSequencesBaseline(const Call& call, int64_t p0, int64_t p1) {
   ComputeSequenceRange<T>(call, p0, p1);
+}
+template <typename T>
+__attribute__((flatten)) void StreamHeadBaseline(const Call& call, int64_t row0, int64_t row1) {
+#if !defined(__CUDA_ARCH__)
+  StreamHeadMeans<T>(call, row0, row1);
+#endif
 }
 
 #if CMA_HAS_AVX2_VERSION
@@ -265,6 +282,11 @@ template <typename T>
 __attribute__((target("avx2"), flatten)) void ComputeSequencesAvx2(const Call& call, int64_t p0,
                                                                    int64_t p1) {
   ComputeSequenceRange<T>(call, p0, p1);
+}
+template <typename T>
+__attribute__((target("avx2"), flatten)) void StreamHeadAvx2(const Call& call, int64_t row0,
+                                                             int64_t row1) {
+  StreamHeadMeans<T>(call, row0, row1);
 }
 #endif
 
@@ -297,7 +319,9 @@ void ComputeSequencesOnCpu(const Call& call, int64_t threads, RunShards&& run_sh
 // Host memory a CPU call needs besides its inputs and outputs, in bytes: a stream's stage
 // (stream.h), its inputs and outputs.
 inline int64_t CpuScratchBytes(const Call& call) {
-  return NeedsStage(call) ? 2 * StageOf(call).Elements() * SizeOf(call.dtype) : 0;
+  return NeedsStage(call) && !HeadSummedDirectly(call)
+             ? 2 * StageOf(call).Elements() * SizeOf(call.dtype)
+             : 0;
 }
 
 // Computes a checked, non-empty call on the CPU: the one sharding routine of every binding. The
@@ -349,8 +373,19 @@ void ComputeSequencesOnCpu(const Call& call, int64_t threads, RunShards&& run_sh
   });
 }
 
-// A stream (stream.h): the stage's outputs for x's first steps, an ordinary call for the rest,
-// and the next state; every copy a row at a time.
+// A stream's head, rows [row0, row1), on the calling thread, in the active version.
+template <typename T>
+void ComputeStreamHead(const Call& call, int64_t row0, int64_t row1) {
+  const ScopedSubnormals subnormals;
+#if CMA_HAS_AVX2_VERSION
+  if (ActiveCpuVersion() == CpuVersion::kAvx2) return StreamHeadAvx2<T>(call, row0, row1);
+#endif
+  StreamHeadBaseline<T>(call, row0, row1);
+}
+
+// A stream (stream.h): the outputs of x's first steps from the stage, or summed straight from
+// the state (HeadSummedDirectly), an ordinary call for the rest, and the next state; every copy a
+// row at a time.
 template <typename Float16, typename Bfloat16, typename RunShards>
 void ComputeStreamOnCpu(const Call& call, void* scratch, int64_t threads, RunShards&& run_shards) {
   const int64_t size = SizeOf(call.dtype), inner = call.view.inner;
@@ -359,7 +394,20 @@ void ComputeStreamOnCpu(const Call& call, void* scratch, int64_t threads, RunSha
   const int64_t history_row = call.HistorySteps() * inner * size;
   const int64_t x_row = call.view.steps * inner * size;
   const StreamStage stage = StageOf(call);
-  if (call.view.outer * inner > 0 && stage.head_steps > 0) {
+  if (call.view.outer * inner > 0 && stage.head_steps > 0 && HeadSummedDirectly(call)) {
+    const int64_t rows = call.view.outer;
+    // Its additions, vectorised, cost about an eighth of an element of an ordinary call each.
+    const int64_t work = rows * inner * stage.head_steps * call.window / 8;
+    const int64_t shards = Max64(1, Min64(Min64(threads, rows), work / kMinShardElements));
+    VisitDType<Float16, Bfloat16>(call.dtype, [&](auto type) {
+      using T = decltype(type);
+      const auto run_shard = [&call, rows, shards](int64_t shard) {
+        ComputeStreamHead<T>(call, rows * shard / shards, rows * (shard + 1) / shards);
+      };
+      if (shards <= 1) return run_shard(0);
+      run_shards(shards, run_shard);
+    });
+  } else if (call.view.outer * inner > 0 && stage.head_steps > 0) {
     const int64_t head_row = stage.head_steps * inner * size, stage_row = history_row + head_row;
     auto* stage_x = static_cast<char*>(scratch);
     char* stage_y = stage_x + stage.Elements() * size;

@@ -8,9 +8,18 @@
 #include <cstdint>
 #include <cstring>
 
+#include "cc/core/call.h"
 #include "cc/core/history.h"
 #include "cc/core/numerics.h"
 #include "cc/core/types.h"
+
+namespace causal_moving_avg {
+
+// Up to this window, a single sequence sums each output's window directly: W additions per output
+// cost less than the split windows' work per block (split_windows.h).
+constexpr int64_t kShortWindowMax = 16;
+
+}  // namespace causal_moving_avg
 
 #if !defined(__CUDA_ARCH__)
 
@@ -22,9 +31,21 @@ constexpr int64_t kCpuChunkSteps = 256;
 // Four float64 values in one vector (GCC/Clang vector extension; split into halves without AVX).
 typedef double Float64x4 __attribute__((vector_size(32)));
 
-// Up to this window, a single sequence sums each output's window directly: W additions per output
-// cost less than the split windows' work per block (split_windows.h).
-constexpr int64_t kShortWindowMax = 16;
+// Four inputs as float64. (By pointer: a returned 32-byte vector would warn about the ABI.)
+template <typename T>
+inline void Load4(const T* x, Float64x4* v) {
+  *v = Float64x4{static_cast<double>(x[0]), static_cast<double>(x[1]), static_cast<double>(x[2]),
+                 static_cast<double>(x[3])};
+}
+
+// Four means rounded to T (by pointer, as Load4).
+template <typename T>
+inline void Narrow4(const Float64x4* v, T* y) {
+  for (int i = 0; i < 4; ++i) y[i] = RoundTo<T>((*v)[i]);
+}
+
+// Lanes padded to whole vectors of four.
+inline int64_t PaddedToVectors(int64_t lanes) { return (lanes + 3) / 4 * 4; }
 
 template <int64_t kWindow, typename T, typename Acc>
 inline void ShortWindowMeansFixed(const T* __restrict__ x, T* __restrict__ y, int64_t t0,
@@ -98,7 +119,7 @@ constexpr int64_t kDirectLanesMax = 16;
 // leave a vector part empty.
 inline bool DirectSumsFor(int64_t lanes, int64_t summed) {
   if (lanes == 1) return summed <= kShortWindowMax;
-  const int64_t padded = (lanes + 3) / 4 * 4;
+  const int64_t padded = PaddedToVectors(lanes);
   return lanes <= kDirectLanesMax && summed * padded <= 56 && (lanes % 4 == 0 || summed <= 8);
 }
 
@@ -128,7 +149,7 @@ inline void DirectLaneMeans(const T* __restrict__ x, T* __restrict__ y, int64_t 
   // Full windows (Wc = W here): ShortWindowMeansFixed's sums, newest input first.
   constexpr int64_t kChunk = 128;
   alignas(32) double converted[(kChunk + kShortWindowMax - 1) * kRow];
-  const int64_t window = summed, padded = (lanes + 3) / 4 * 4;
+  const int64_t window = summed, padded = PaddedToVectors(lanes);
   const double inv = divisors.inv_window;
   for (; t < t1; t += kChunk) {
     const int64_t n = Min64(kChunk, t1 - t);
@@ -140,7 +161,7 @@ inline void DirectLaneMeans(const T* __restrict__ x, T* __restrict__ y, int64_t 
       for (int64_t l = lanes; l < padded; ++l) converted[s * kRow + l] = 0.0;
     }
     for (int64_t v = 0; v < lanes; v += 4) {
-      const int64_t width = Min64(4, lanes - v);
+      const int64_t width = kLanes > 0 ? 4 : Min64(4, lanes - v);
       for (int64_t k = 0; k < n; ++k) {
         const double* newest = converted + (k + window - 1) * kRow + v;
         Float64x4 sum, older;
@@ -151,8 +172,8 @@ inline void DirectLaneMeans(const T* __restrict__ x, T* __restrict__ y, int64_t 
         }
         sum *= inv;
         T* out = y + (t + k) * stride + v;
-        if (kLanes > 0 || width == 4) {
-          for (int i = 0; i < 4; ++i) out[i] = RoundTo<T>(sum[i]);
+        if (width == 4) {
+          Narrow4(&sum, out);
         } else {
           for (int64_t i = 0; i < width; ++i) out[i] = RoundTo<T>(sum[i]);
         }
@@ -170,6 +191,39 @@ inline void DirectMeansOfLanes(const T* __restrict__ x, T* __restrict__ y, int64
   if (lanes == 4) return DirectLaneMeans<4>(x, y, stride, lanes, t0, t1, summed, divisors);
   if (lanes == 8) return DirectLaneMeans<8>(x, y, stride, lanes, t0, t1, summed, divisors);
   DirectLaneMeans<0>(x, y, stride, lanes, t0, t1, summed, divisors);
+}
+
+// A stream's head (stream.h, x's first n = min(W - 1, steps) steps) summed straight from its
+// state and x, rows [row0, row1): each output's window newest input first, as DirectMeans sums
+// it, so where the stage's units would sum directly too, the same bits, without staging.
+template <typename T>
+inline void StreamHeadMeans(const Call& call, int64_t row0, int64_t row1) {
+  const int64_t inner = call.view.inner, steps = call.view.steps, history = call.HistorySteps();
+  const int64_t head = Min64(history, steps);
+  const auto divisors = DivisorsOf<double>(call);
+  constexpr int64_t kPassLanes = 64;  // lanes summed side by side; their sums stay in L1
+  for (int64_t row = row0; row < row1; ++row) {
+    const T* past = static_cast<const T*>(call.history) + row * history * inner;
+    const T* x = static_cast<const T*>(call.x) + row * steps * inner;
+    T* y = static_cast<T*>(call.y) + row * steps * inner;
+    for (int64_t t = 0; t < head; ++t) {
+      const double inv = divisors.At(t);
+      for (int64_t l0 = 0; l0 < inner; l0 += kPassLanes) {
+        const int64_t lanes = Min64(kPassLanes, inner - l0);
+        double sums[kPassLanes];
+        for (int64_t l = 0; l < lanes; ++l) sums[l] = static_cast<double>(x[t * inner + l0 + l]);
+        for (int64_t j = t - 1; j >= 0; --j) {
+          for (int64_t l = 0; l < lanes; ++l) sums[l] += static_cast<double>(x[j * inner + l0 + l]);
+        }
+        for (int64_t j = history - 1; j >= t; --j) {
+          for (int64_t l = 0; l < lanes; ++l) {
+            sums[l] += static_cast<double>(past[j * inner + l0 + l]);
+          }
+        }
+        for (int64_t l = 0; l < lanes; ++l) y[t * inner + l0 + l] = RoundTo<T>(sums[l] * inv);
+      }
+    }
+  }
 }
 
 }  // namespace causal_moving_avg

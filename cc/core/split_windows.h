@@ -62,23 +62,10 @@ inline void LoadBlock(const T* __restrict__ x, const SplitBlocks& blocks, int64_
   for (int64_t k = zeros; k < blocks.block; ++k) vals[k] = static_cast<double>(x[first + k]);
 }
 
-// Four inputs as float64. (By pointer: a returned 32-byte vector would warn about the ABI.)
-template <typename T>
-inline void Load4(const T* x, Float64x4* v) {
-  *v = Float64x4{static_cast<double>(x[0]), static_cast<double>(x[1]), static_cast<double>(x[2]),
-                 static_cast<double>(x[3])};
-}
-
 // Units of four or eight lanes run paths that hold a unit's sums in one or two vector registers
 // (named, so that the compiler keeps them there); other units run loops over all their lanes
 // per step, which it vectorises better than a chunk of eight beside a remainder.
 inline bool InVectorRegisters(int64_t lanes) { return lanes == 4 || lanes == 8; }
-
-// Four means rounded to T (by pointer, as Load4).
-template <typename T>
-inline void Narrow4(const Float64x4* v, T* y) {
-  for (int i = 0; i < 4; ++i) y[i] = RoundTo<T>((*v)[i]);
-}
 
 // The carry between two scanned vectors and what came before them: u (scanned first) gets the
 // carry, v the carry and u's total, and the carry takes both totals (one addition on the carry's

@@ -4,8 +4,10 @@
 // n = min(W - 1, steps), are computed as a short call of their own (the "stage"): per row, the
 // history's W - 1 steps then x's first n steps, one sequence whose step 0 lies W - 1 steps before
 // x, so every window is its own inputs, summed as in any call, and the divisor of "partial" counts
-// *seen - (W - 1) steps before it. The rest of x, steps [n, steps), is an ordinary call whose
-// windows lie inside x. The next state is the last W - 1 inputs of history then x.
+// *seen - (W - 1) steps before it. (The CPU sums a short head of 16- or 32-bit inputs straight
+// from the state instead, newest input first: HeadSummedDirectly, cpu.h.) The rest of x, steps
+// [n, steps), is an ordinary call whose windows lie inside x. The next state is the last W - 1
+// inputs of history then x.
 #ifndef CAUSAL_MOVING_AVG_CC_CORE_STREAM_H_
 #define CAUSAL_MOVING_AVG_CC_CORE_STREAM_H_
 
