@@ -11,6 +11,7 @@
 // the best of several rounds, and the ratios to memcpy, to the scale loop and to the floor.
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -87,20 +88,23 @@ __attribute__((target("avx2"), noinline)) void FloorChannels(const float* x, flo
                                                              int64_t outer, int64_t steps,
                                                              int64_t inner, int64_t window,
                                                              double inv) {
-  std::vector<Floor4> sums(2 * inner / 4);
+  std::vector<double> sums(2 * inner);  // (a vector of Floor4 would not be 32-byte aligned)
   const Floor4 scale = {inv, inv, inv, inv};
   for (int64_t r0 = 0; r0 < outer; r0 += 2) {
     const int64_t rows = std::min<int64_t>(2, outer - r0);
-    for (Floor4& v : sums) v = Floor4{0, 0, 0, 0};
+    std::fill(sums.begin(), sums.end(), 0.0);
     for (int64_t t = 0; t < steps; ++t) {
       for (int64_t r = 0; r < rows; ++r) {
         const float* xr = x + ((r0 + r) * steps + t) * inner;
         float* yr = y + ((r0 + r) * steps + t) * inner;
-        Floor4* s = sums.data() + r * inner / 4;
+        double* s = sums.data() + r * inner;
         for (int64_t g = 0; g < inner / 4; ++g) {
-          s[g] += _mm256_cvtps_pd(_mm_loadu_ps(xr + 4 * g));
-          if (t >= window) s[g] -= _mm256_cvtps_pd(_mm_loadu_ps(xr - window * inner + 4 * g));
-          _mm_storeu_ps(yr + 4 * g, _mm256_cvtpd_ps(s[g] * scale));
+          Floor4 sum;
+          std::memcpy(&sum, s + 4 * g, sizeof sum);
+          sum += _mm256_cvtps_pd(_mm_loadu_ps(xr + 4 * g));
+          if (t >= window) sum -= _mm256_cvtps_pd(_mm_loadu_ps(xr - window * inner + 4 * g));
+          std::memcpy(s + 4 * g, &sum, sizeof sum);
+          _mm_storeu_ps(yr + 4 * g, _mm256_cvtpd_ps(sum * scale));
         }
       }
     }
@@ -113,14 +117,12 @@ __attribute__((target("avx2"), noinline)) void FloorUnits8(const float* const* x
                                                            const int64_t* avail, int64_t n,
                                                            int64_t window, double inv) {
   Floor4 s[2];
-  for (int g = 0; g < 2; ++g) {
-    for (int j = 0; j < 4; ++j) {
-      double anchor = 0.0;
-      for (int64_t t = -std::min(window - 1, avail[4 * g + j]); t < 0; ++t) {
-        anchor += static_cast<double>(xs[4 * g + j][t]);
-      }
-      s[g][j] = anchor;
-    }
+  int64_t first[8];  // the first step each unit's sum holds
+  for (int u = 0; u < 8; ++u) {
+    first[u] = -std::min(window - 1, avail[u]);
+    double anchor = 0.0;
+    for (int64_t t = first[u]; t < 0; ++t) anchor += static_cast<double>(xs[u][t]);
+    s[u / 4][u % 4] = anchor;
   }
   const Floor4 scale = {inv, inv, inv, inv};
   const int64_t n4 = n / 4 * 4;
@@ -131,16 +133,23 @@ __attribute__((target("avx2"), noinline)) void FloorUnits8(const float* const* x
                       _mm_loadu_ps(x4[3] + k)};
       _MM_TRANSPOSE4_PS(in[0], in[1], in[2], in[3]);
       __m128 out[4], leaving[4];
-      const bool inside = k >= window;  // else the steps before step 0 as avail says
-      if (inside) {
+      // Step k + i - W leaves unit j if it was added: k + i - W >= first[j].
+      int64_t latest_first = INT64_MIN, earliest_first = INT64_MAX;
+      for (int j = 0; j < 4; ++j) {
+        latest_first = std::max(latest_first, first[4 * g + j]);
+        earliest_first = std::min(earliest_first, first[4 * g + j]);
+      }
+      if (k - window >= latest_first) {
         for (int j = 0; j < 4; ++j) leaving[j] = _mm_loadu_ps(x4[j] + k - window);
         _MM_TRANSPOSE4_PS(leaving[0], leaving[1], leaving[2], leaving[3]);
+      } else if (k + 3 - window < earliest_first) {
+        for (int i = 0; i < 4; ++i) leaving[i] = _mm_setzero_ps();
       } else {
         for (int i = 0; i < 4; ++i) {
           float v[4];
           for (int j = 0; j < 4; ++j) {
             const int64_t t = k + i - window;
-            v[j] = t >= -std::min(window - 1, avail[4 * g + j]) ? x4[j][t] : 0.0f;
+            v[j] = t >= first[4 * g + j] ? x4[j][t] : 0.0f;
           }
           leaving[i] = _mm_loadu_ps(v);
         }
@@ -158,38 +167,29 @@ __attribute__((target("avx2"), noinline)) void FloorUnits8(const float* const* x
     double sum = s[u / 4][u % 4];
     for (int64_t t = n4; t < n; ++t) {
       sum += static_cast<double>(xs[u][t]);
-      if (t - window >= -std::min(window - 1, avail[u])) {
-        sum -= static_cast<double>(xs[u][t - window]);
-      }
+      if (t - window >= first[u]) sum -= static_cast<double>(xs[u][t - window]);
       ys[u][t] = static_cast<float>(sum * inv);
     }
   }
 }
 
+constexpr int64_t kFloorStagger = 24;  // floats
+
 void RunningSumFloor(const float* x, float* y, const cma::Geometry& g, int64_t window) {
   const double inv = 1.0 / static_cast<double>(window);
   if (g.inner % 4 == 0) return FloorChannels(x, y, g.outer, g.steps, g.inner, window, inv);
-  // One channel: eight rows at a time, or a row cut into eight segments.
+  // One channel: the rows, end to end, as one sequence cut into eight segments whose starts are
+  // staggered (units a multiple of 4 KiB apart would stall on aliased addresses); for several
+  // rows windows then run across rows, the same work per element as a row of its own.
   const float* xs[8];
   float* ys[8];
   int64_t avail[8];
-  if (g.outer >= 8) {
-    for (int64_t r0 = 0; r0 + 8 <= g.outer; r0 += 8) {
-      for (int u = 0; u < 8; ++u) {
-        xs[u] = x + (r0 + u) * g.steps, ys[u] = y + (r0 + u) * g.steps, avail[u] = 0;
-      }
-      FloorUnits8(xs, ys, avail, g.steps, window, inv);
-    }
-    return;
+  const int64_t n = g.outer * g.steps, length = n / 8 - 8 * kFloorStagger;
+  for (int u = 0; u < 8; ++u) {
+    avail[u] = u * (n / 8 + kFloorStagger);
+    xs[u] = x + avail[u], ys[u] = y + avail[u];
   }
-  for (int64_t r = 0; r < g.outer; ++r) {
-    const int64_t length = g.steps / 8;
-    for (int u = 0; u < 8; ++u) {
-      xs[u] = x + r * g.steps + u * length, ys[u] = y + r * g.steps + u * length;
-      avail[u] = u * length;
-    }
-    FloorUnits8(xs, ys, avail, length, window, inv);
-  }
+  FloorUnits8(xs, ys, avail, length, window, inv);
 }
 #endif
 
@@ -250,7 +250,9 @@ int main(int argc, char** argv) {
     };
     const int count = floor ? 4 : 3;
 #if CMA_BENCH_HAS_FLOOR
-    if (floor && c.edge == cma::Edge::kZeros) {  // the floor computes the moving average
+    // The floor computes the moving average (rows of one channel: of the rows end to end).
+    const cma::Geometry& g = c.geometry;
+    if (floor && c.edge == cma::Edge::kZeros && (g.inner % 4 == 0 || g.outer * g.inner == 1)) {
       methods[0]();
       core_y = y;
       methods[3]();
