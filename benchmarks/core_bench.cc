@@ -2,7 +2,7 @@
 // ComputeUnits beside a memcpy of the same bytes, a float -> double -> scaled -> float loop
 // (the conversions any float64-accumulating kernel needs) and the compute floor of a moving
 // average on this host (AVX2 hosts: running sums with independent units in vector lanes,
-// RunningSumFloor), timed interleaved in one process.
+// RunningSumFloor), timed interleaved in one process; then one packed lane with and without ids.
 //
 //   build/cma_core_bench [--quick]        (scripts/run core-bench builds and runs it)
 //
@@ -199,6 +199,49 @@ struct Case {
   cma::Edge edge;
 };
 
+// One packed lane, [1, 10^7, 1] with int32 ids of random lengths (uniform in [1, 2 x mean)): the
+// core with ids (ComputeSequences) beside the core without them on the same inputs.
+void PackedLane(int rounds, int calls) {
+  const int64_t n = 10'000'000;
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(n), y(n);
+  for (float& v : x) v = normal(rng);
+  std::vector<int32_t> ids(n);
+  std::printf(
+      "\n| packed [1, 10000000, 1], mean length | W | edge | with ids ns/elem | without ids "
+      "ns/elem | with / without |\n|---:|---:|---|---:|---:|---:|\n");
+  for (const int64_t mean : {1000, 64, 3}) {
+    int32_t id = 0;
+    for (int64_t t = 0; t < n; ++id) {
+      const int64_t end =
+          std::min<int64_t>(n, t + 1 + static_cast<int64_t>(rng() % (2 * mean - 1)));
+      for (; t < end; ++t) ids[t] = id;
+    }
+    for (const int64_t w : {3, 16, 1024}) {
+      for (const cma::Edge e : {cma::Edge::kZeros, cma::Edge::kPartial}) {
+        cma::Call call{{1, n, 1}, cma::DType::kFloat32, w, e, x.data(), y.data()};
+        const cma::Plan plan = cma::MakeCpuPlan(call);
+        call.ids_kind = cma::Call::Ids::kInt32;
+        call.segment_ids = ids.data();
+        const std::function<void()> methods[] = {
+            [&] { cma::ComputeSequences<float>(call, 0, n); },
+            [&] { cma::ComputeUnits<float>(plan, x.data(), y.data(), 0, plan.num_units); }};
+        double best[2] = {1e30, 1e30};
+        for (int r = 0; r < rounds; ++r) {
+          for (int m = 0; m < 2; ++m) {
+            methods[m]();  // warm
+            best[m] = std::min(best[m], MedianSeconds(methods[m], calls));
+          }
+        }
+        std::printf("| %lld | %lld | %s | %.3f | %.3f | %.2f |\n", (long long)mean, (long long)w,
+                    cma::NameOf(e), best[0] * 1e9 / n, best[1] * 1e9 / n, best[0] / best[1]);
+        std::fflush(stdout);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -286,5 +329,6 @@ int main(int argc, char** argv) {
                 ns[2], floor_ns, ns[0] / ns[1], ns[0] / ns[2], core_over_floor);
     std::fflush(stdout);
   }
+  PackedLane(rounds, calls);
   return 0;
 }

@@ -37,6 +37,14 @@ def sequences_of(ids_row):
     return list(zip(starts[:-1], starts[1:], strict=True))
 
 
+def same_bits_apart_from_nan_payloads(a, b):
+    """Equal bits, NaN for NaN (a sum of NaNs of both signs may carry either)."""
+    nan = np.isnan(a.astype(np.float64))
+    return np.array_equal(nan, np.isnan(b.astype(np.float64))) and np.array_equal(
+        a[~nan].view(np.uint8), b[~nan].view(np.uint8)
+    )
+
+
 def check_against_exact_sums(y, x, ids, window, edge, dtype):
     """y, x: [rows, steps, channels]; each sequence judged alone (exactly summed windows)."""
     for row in range(x.shape[0]):
@@ -86,6 +94,37 @@ def test_each_sequence_equals_a_call_on_it_alone(edge, dtype, channels, window):
                 begin,
                 end,
             )
+
+
+@pytest.mark.parametrize("edge", EDGES)
+@pytest.mark.parametrize(
+    ("dtype", "window"), [("float32", 1), ("float32", 16), ("float16", 5), ("bfloat16", 3)]
+)
+def test_a_long_row_of_short_and_long_sequences_equals_each_sequence_alone(edge, dtype, window):
+    # One channel, long enough to be cut across threads (mid-sequence): runs of 1- to 3-step
+    # sequences between sequences of hundreds of steps, and the values real series carry.
+    rng = np.random.default_rng([window, len(edge), len(dtype), 7])
+    steps = 70_000
+    ids = np.zeros((1, steps), np.int64)
+    t, value = 0, 0
+    while t < steps:
+        length = int(rng.integers(100, 400)) if rng.random() < 0.1 else int(rng.integers(1, 4))
+        value = (value + int(rng.integers(1, 3))) % 3
+        ids[0, t : t + length] = value
+        t += length
+    finite_max = float(np.finfo(np.float16).max) if dtype == "float16" else 3e38
+    specials = [np.nan, np.inf, -np.inf, finite_max, 1e9, -999999.0, 1e-40, 0.0, -0.0]
+    x = rng.normal(size=(1, steps, 1)) * 10.0 ** rng.integers(-3, 4, size=(1, steps, 1))
+    picked = rng.random((1, steps, 1)) < 0.02
+    x[picked] = rng.choice(specials, size=int(picked.sum()))
+    x[0, 5000:5400] = -0.0
+    x = as_dtype(x, dtype)
+    y = cma.numpy_causal_moving_avg(x, window, edge=edge, segment_ids=ids)
+    for begin, end in sequences_of(ids[0]):
+        alone = cma.numpy_causal_moving_avg(x[:, begin:end], window, edge=edge)
+        assert same_bits_apart_from_nan_payloads(y[:, begin:end], alone), (begin, end)
+    eager = cma.causal_moving_avg(x, window, edge=edge, segment_ids=ids.astype(np.int32)).numpy()
+    assert same_bits_apart_from_nan_payloads(eager, y)
 
 
 def test_a_nan_stays_in_its_sequence():

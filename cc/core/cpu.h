@@ -170,31 +170,11 @@ inline void ComputeUnitRange(const Plan& plan, const T* x, T* y, int64_t begin, 
   ComputeUnitRangeWith<T>(plan, x, y, begin, end, scratch.data());
 }
 
-// A chunk's starts as bits (bit k: a sequence starts at step t + k, t >= 1), for ids of type Id:
-// a loop the compiler vectorises; the rule is SequenceIds::StartsAt's.
-template <typename Id>
-inline uint64_t StartsInChunk(const Id* ids, int64_t t) {
-  uint64_t bits = 0;
-  for (int64_t k = 0; k < 64; ++k) bits |= static_cast<uint64_t>(ids[t + k] != ids[t + k - 1]) << k;
-  return bits;
-}
-
-// The first step s in [t, steps) (t >= 1) where a sequence starts, or steps.
-template <typename Id>
-inline int64_t NextStart(const Id* ids, int64_t t, int64_t steps) {
-  for (; t + 64 <= steps; t += 64) {
-    if (const uint64_t bits = StartsInChunk(ids, t)) return t + __builtin_ctzll(bits);
-  }
-  for (; t < steps; ++t) {
-    if (ids[t] != ids[t - 1]) return t;
-  }
-  return steps;
-}
-
 // The sequences of a call with ids that start at flat positions [p0, p1) of its [outer, steps]
 // (row * steps + step), each a call of its own (a fresh start). A sequence that such a call would
-// compute as one unit (all lanes, one span) is that unit, without a plan: the same bits, less
-// set-up per sequence.
+// compute as one unit (all lanes, one span) is that unit, without a plan, and one lane's short
+// windows take all its sequences in one pass (PackedDirectMeans): the same bits, less set-up per
+// sequence.
 template <typename T, typename Id>
 inline void ComputeSequencesFrom(const Call& call, const Id* all_ids, int64_t p0, int64_t p1) {
   std::vector<SplitSumOf<T>> scratch;
@@ -223,10 +203,21 @@ inline void ComputeSequencesFrom(const Call& call, const Id* all_ids, int64_t p0
     ComputeUnitRangeWith<T>(plan, static_cast<const T*>(call.x) + offset,
                             static_cast<T*>(call.y) + offset, 0, plan.num_units, scratch.data());
   };
+  // One lane summed directly: every sequence of the range in one pass, the same bits.
+  [[maybe_unused]] const bool one_pass =
+      std::is_same_v<SplitSumOf<T>, PlainSum> && inner == 1 && call.window <= kShortWindowMax;
   for (int64_t row = p0 / steps; row < call.view.outer && row * steps < p1; ++row) {
     const Id* ids = all_ids + row * steps;
     const int64_t from = Max64(0, p0 - row * steps), to = Min64(steps, p1 - row * steps);
     int64_t begin = from == 0 ? 0 : NextStart(ids, from, steps);
+#if !defined(__CUDA_ARCH__)  // host code (CUDA sources that include this file compile it twice)
+    if (one_pass && begin < to) {
+      const int64_t end = to == steps ? steps : NextStart(ids, to, steps);
+      PackedDirectMeans(static_cast<const T*>(call.x) + row * steps,
+                        static_cast<T*>(call.y) + row * steps, ids, begin, end, divisors);
+      continue;
+    }
+#endif
     while (begin < to) {
       const int64_t end = NextStart(ids, begin + 1, steps);
       compute(row, begin, end);

@@ -19,6 +19,27 @@ namespace causal_moving_avg {
 // cost less than the split windows' work per block (split_windows.h).
 constexpr int64_t kShortWindowMax = 16;
 
+// A chunk's starts as bits (bit k: a sequence starts at step t + k, t >= 1), for ids of type Id:
+// a loop the compiler vectorises; the rule is SequenceIds::StartsAt's.
+template <typename Id>
+inline uint64_t StartsInChunk(const Id* ids, int64_t t) {
+  uint64_t bits = 0;
+  for (int64_t k = 0; k < 64; ++k) bits |= static_cast<uint64_t>(ids[t + k] != ids[t + k - 1]) << k;
+  return bits;
+}
+
+// The first step s in [t, steps) (t >= 1) where a sequence starts, or steps.
+template <typename Id>
+inline int64_t NextStart(const Id* ids, int64_t t, int64_t steps) {
+  for (; t + 64 <= steps; t += 64) {
+    if (const uint64_t bits = StartsInChunk(ids, t)) return t + __builtin_ctzll(bits);
+  }
+  for (; t < steps; ++t) {
+    if (ids[t] != ids[t - 1]) return t;
+  }
+  return steps;
+}
+
 }  // namespace causal_moving_avg
 
 #if !defined(__CUDA_ARCH__)
@@ -191,6 +212,86 @@ inline void DirectMeansOfLanes(const T* __restrict__ x, T* __restrict__ y, int64
   if (lanes == 4) return DirectLaneMeans<4>(x, y, stride, lanes, t0, t1, summed, divisors);
   if (lanes == 8) return DirectLaneMeans<8>(x, y, stride, lanes, t0, t1, summed, divisors);
   DirectLaneMeans<0>(x, y, stride, lanes, t0, t1, summed, divisors);
+}
+
+typedef int64_t Int64x4 __attribute__((vector_size(32)));
+
+// DirectMeans of every sequence of a one-lane row with ids in one pass over steps [begin, end)
+// (`begin` starts a sequence, `end` starts one or ends the row; W <= kShortWindowMax), so short
+// sequences cost no set-up each. Chunks of steps whose windows hold no sequence start run
+// ShortWindowMeans; in the others each window is summed newest input first, four steps at a
+// time, its terms from before the sequence's start replaced by -0.0 (which leaves a sum
+// unchanged), and a window that reaches back to its start gets +0.0 added last, as DirectMeans
+// starts those sums from +0.0 (the only difference: the sign of an all-zero sum). The same bits
+// as DirectMeans on each sequence alone.
+template <typename T, typename Id>
+inline void PackedDirectMeans(const T* __restrict__ x, T* __restrict__ y,
+                              const Id* __restrict__ ids, int64_t begin, int64_t end,
+                              const InverseDivisors<double>& divisors) {
+  constexpr int64_t kChunk = 64, kLead = kShortWindowMax - 1;
+  const int64_t window = divisors.window;
+  const double* reciprocals = StepReciprocals<double>();
+  // A masked chunk's steps t - (W - 1) ... t + n - 1: inputs as float64, and -1 where a sequence
+  // starts (at `begin` and before it: nothing before `begin` is summed).
+  alignas(32) double converted[kLead + kChunk + 3];
+  alignas(32) int64_t starts[kLead + kChunk + 3];
+  const Float64x4 negative_zero = {-0.0, -0.0, -0.0, -0.0};
+  const Int64x4 sign = {INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN};
+  const auto masked_chunk = [&](int64_t t, int64_t n, auto partial) {
+    const int64_t first = t - (window - 1);
+    const int64_t lead = Min64(n + window - 1, Max64(0, begin + 1 - first));
+    for (int64_t i = 0; i < lead; ++i) {
+      converted[i] = first + i == begin ? static_cast<double>(x[begin]) : 0.0;
+      starts[i] = -1;
+    }
+    for (int64_t i = lead; i < n + window - 1; ++i) {
+      converted[i] = static_cast<double>(x[first + i]);
+      starts[i] = -static_cast<int64_t>(ids[first + i] != ids[first + i - 1]);
+    }
+    for (int64_t i = n + window - 1; i < n + window + 2; ++i) {
+      converted[i] = 0.0;
+      starts[i] = -1;
+    }
+    for (int64_t k = 0; k < n; k += 4) {
+      const double* newest = converted + k + window - 1;
+      const int64_t* cut = starts + k + window - 1;
+      Float64x4 sum, term;
+      Int64x4 alive, start, count = {1, 1, 1, 1};
+      std::memcpy(&sum, newest, sizeof sum);
+      std::memcpy(&start, cut, sizeof start);
+      alive = ~start;  // the window still holds its sequence's inputs
+      for (int64_t j = 1; j < window; ++j) {
+        std::memcpy(&term, newest - j, sizeof term);
+        sum += alive != 0 ? term : negative_zero;
+        if constexpr (decltype(partial)::value) count -= alive;
+        std::memcpy(&start, cut - j, sizeof start);
+        alive &= ~start;
+      }
+      sum += reinterpret_cast<Float64x4>(sign & alive);  // +0.0 where the window reached a start
+      if constexpr (decltype(partial)::value) {
+        Float64x4 inv;
+        for (int i = 0; i < 4; ++i) inv[i] = reciprocals[count[i] - 1];
+        sum *= inv;
+      } else {
+        sum *= divisors.inv_window;
+      }
+      if (k + 4 <= n) {
+        Narrow4(&sum, y + t + k);
+      } else {
+        for (int64_t i = 0; i < n - k; ++i) y[t + k + i] = RoundTo<T>(sum[i]);
+      }
+    }
+  };
+  for (int64_t t = begin; t < end; t += kChunk) {
+    const int64_t n = Min64(kChunk, end - t);
+    if (t - window >= begin && NextStart(ids, t - window + 1, t + n) == t + n) {
+      ShortWindowMeans(x, y, t, t + n, window, divisors.inv_window);
+    } else if (divisors.edge == Edge::kPartial) {
+      masked_chunk(t, n, std::true_type{});
+    } else {
+      masked_chunk(t, n, std::false_type{});
+    }
+  }
 }
 
 // A stream's head (stream.h, x's first n = min(W - 1, steps) steps) summed straight from its
