@@ -203,15 +203,14 @@ inline void ComputeSequencesFrom(const Call& call, const Id* all_ids, int64_t p0
     ComputeUnitRangeWith<T>(plan, static_cast<const T*>(call.x) + offset,
                             static_cast<T*>(call.y) + offset, 0, plan.num_units, scratch.data());
   };
-  // One lane summed directly: every sequence of the range in one pass, the same bits.
-  [[maybe_unused]] const bool one_pass =
-      std::is_same_v<SplitSumOf<T>, PlainSum> && inner == 1 && call.window <= kShortWindowMax;
   for (int64_t row = p0 / steps; row < call.view.outer && row * steps < p1; ++row) {
     const Id* ids = all_ids + row * steps;
     const int64_t from = Max64(0, p0 - row * steps), to = Min64(steps, p1 - row * steps);
     int64_t begin = from == 0 ? 0 : NextStart(ids, from, steps);
 #if !defined(__CUDA_ARCH__)  // host code (CUDA sources that include this file compile it twice)
-    if (one_pass && begin < to) {
+    // One lane summed directly: every sequence of the range in one pass, the same bits.
+    if (std::is_same_v<SplitSumOf<T>, PlainSum> && inner == 1 && DirectSumsFor(1, call.window) &&
+        begin < to) {
       const int64_t end = to == steps ? steps : NextStart(ids, to, steps);
       PackedDirectMeans(static_cast<const T*>(call.x) + row * steps,
                         static_cast<T*>(call.y) + row * steps, ids, begin, end, divisors);

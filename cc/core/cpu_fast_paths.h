@@ -223,14 +223,14 @@ typedef int64_t Int64x4 __attribute__((vector_size(32)));
 // time, its terms from before the sequence's start replaced by -0.0 (which leaves a sum
 // unchanged), and a window that reaches back to its start gets +0.0 added last, as DirectMeans
 // starts those sums from +0.0 (the only difference: the sign of an all-zero sum). The same bits
-// as DirectMeans on each sequence alone.
+// as DirectMeans on each sequence alone. `divisors` are a fresh start's (a call with ids is
+// never a stream), so divisors.At(k) is what a sequence's step k divides by.
 template <typename T, typename Id>
 inline void PackedDirectMeans(const T* __restrict__ x, T* __restrict__ y,
                               const Id* __restrict__ ids, int64_t begin, int64_t end,
                               const InverseDivisors<double>& divisors) {
   constexpr int64_t kChunk = 64, kLead = kShortWindowMax - 1;
   const int64_t window = divisors.window;
-  const double* reciprocals = StepReciprocals<double>();
   // A masked chunk's steps t - (W - 1) ... t + n - 1: inputs as float64, and -1 where a sequence
   // starts (at `begin` and before it: nothing before `begin` is summed).
   alignas(32) double converted[kLead + kChunk + 3];
@@ -270,7 +270,7 @@ inline void PackedDirectMeans(const T* __restrict__ x, T* __restrict__ y,
       sum += reinterpret_cast<Float64x4>(sign & alive);  // +0.0 where the window reached a start
       if constexpr (decltype(partial)::value) {
         Float64x4 inv;
-        for (int i = 0; i < 4; ++i) inv[i] = reciprocals[count[i] - 1];
+        for (int i = 0; i < 4; ++i) inv[i] = divisors.At(count[i] - 1);
         sum *= inv;
       } else {
         sum *= divisors.inv_window;
