@@ -231,6 +231,8 @@ inline void PackedDirectMeans(const T* __restrict__ x, T* __restrict__ y,
                               const InverseDivisors<double>& divisors) {
   constexpr int64_t kChunk = 64, kLead = kShortWindowMax - 1;
   const int64_t window = divisors.window;
+  double inverse[kShortWindowMax];  // what a sequence's step k divides by, taken once per call
+  for (int64_t k = 0; k < window; ++k) inverse[k] = divisors.At(k);
   // A masked chunk's steps t - (W - 1) ... t + n - 1: inputs as float64, and -1 where a sequence
   // starts (at `begin` and before it: nothing before `begin` is summed).
   alignas(32) double converted[kLead + kChunk + 3];
@@ -270,7 +272,7 @@ inline void PackedDirectMeans(const T* __restrict__ x, T* __restrict__ y,
       sum += reinterpret_cast<Float64x4>(sign & alive);  // +0.0 where the window reached a start
       if constexpr (decltype(partial)::value) {
         Float64x4 inv;
-        for (int i = 0; i < 4; ++i) inv[i] = divisors.At(count[i] - 1);
+        for (int i = 0; i < 4; ++i) inv[i] = inverse[count[i] - 1];
         sum *= inv;
       } else {
         sum *= divisors.inv_window;
