@@ -74,7 +74,14 @@ def test_packed_sequences_match_each_sequence_alone(dtype, edge, window, mean_le
 @pytest.mark.parametrize("edge", EDGES)
 @pytest.mark.parametrize(
     ("dtype", "channels", "window"),
-    [("float64", 3, 25), ("float32", 1, 3), ("float32", 1, 16), ("float16", 1, 7), ("bfloat16", 1, 2)],
+    [
+        ("float64", 3, 25),
+        ("float32", 1, 3),
+        ("float32", 1, 16),
+        ("float32", 1, 20),
+        ("float16", 1, 7),
+        ("bfloat16", 1, 2),
+    ],
 )
 def test_each_sequence_equals_a_call_on_it_alone(edge, dtype, channels, window):
     # Values 2^60 apart cancel, so the float64 sums round and their order shows in the last bit;
@@ -98,7 +105,8 @@ def test_each_sequence_equals_a_call_on_it_alone(edge, dtype, channels, window):
 
 @pytest.mark.parametrize("edge", EDGES)
 @pytest.mark.parametrize(
-    ("dtype", "window"), [("float32", 1), ("float32", 16), ("float16", 5), ("bfloat16", 3)]
+    ("dtype", "window"),
+    [("float32", 1), ("float32", 16), ("float32", 1024), ("float16", 5), ("bfloat16", 3), ("bfloat16", 300)],
 )
 def test_a_long_row_of_short_and_long_sequences_equals_each_sequence_alone(edge, dtype, window):
     # One channel, long enough to be cut across threads (mid-sequence): runs of 1- to 3-step

@@ -172,12 +172,13 @@ inline void ComputeUnitRange(const Plan& plan, const T* x, T* y, int64_t begin, 
 
 // The sequences of a call with ids that start at flat positions [p0, p1) of its [outer, steps]
 // (row * steps + step), each a call of its own (a fresh start). A sequence that such a call would
-// compute as one unit (all lanes, one span) is that unit, without a plan, and one lane's short
-// windows take all its sequences in one pass (PackedDirectMeans): the same bits, less set-up per
-// sequence.
+// compute as one unit (all lanes, one span) is that unit, without a plan (one lane in a single
+// block: OneBlockMeans), and one lane's short windows take all its sequences in one pass
+// (PackedDirectMeans): the same bits, less set-up per sequence.
 template <typename T, typename Id>
 inline void ComputeSequencesFrom(const Call& call, const Id* all_ids, int64_t p0, int64_t p1) {
   std::vector<SplitSumOf<T>> scratch;
+  std::vector<double> heads;
   const int64_t inner = call.view.inner, steps = call.view.steps;
   const auto divisors = DivisorsOf<double>(call);
   const auto compute = [&](int64_t row, int64_t begin, int64_t end) {
@@ -185,6 +186,15 @@ inline void ComputeSequencesFrom(const Call& call, const Id* all_ids, int64_t p0
     const int64_t length = end - begin, summed = Min64(call.window, length);
     if (inner <= kMaxUnitLanes && length * inner <= kCpuSpanElements) {
       const SplitLayout layout = SplitLayoutFor(summed, inner);
+#if !defined(__CUDA_ARCH__)  // host code (CUDA sources that include this file compile it twice)
+      // One lane, split windows of a single block: OneBlockMeans, the same bits.
+      if (std::is_same_v<SplitSumOf<T>, PlainSum> && inner == 1 && summed == length &&
+          layout.block == length && !DirectSumsFor(1, summed)) {
+        if (heads.size() < static_cast<size_t>(length)) heads.resize(length);
+        return OneBlockMeans(static_cast<const T*>(call.x) + offset,
+                             static_cast<T*>(call.y) + offset, length, divisors, heads.data());
+      }
+#endif
       const int64_t needed = layout.ScratchSums(inner);
       if (needed <= kSplitScratchSums) {  // else MakeCpuPlan narrows the units
         if (scratch.size() < static_cast<size_t>(needed)) scratch.resize(needed);

@@ -430,6 +430,24 @@ void SplitWindowMeans(const T* __restrict__ x, T* __restrict__ y, int64_t stride
   }
 }
 
+// SplitWindowMeans of one lane whose summed window is its whole sequence and one block (n <= W,
+// B = n: no block before it holds inputs), without its set-up: each output is the block's head,
+// the prefix sum, after the empty tail (+0.0) and divided as there. The same bits; packed
+// sequences of a few hundred steps take it each.
+template <typename T>
+inline void OneBlockMeans(const T* __restrict__ x, T* __restrict__ y, int64_t n,
+                          const InverseDivisors<double>& divisors, double* __restrict__ heads) {
+  PrefixSums(x, n, heads);
+  int64_t k = 0;
+  const int64_t growing = divisors.GrowingSteps(0, n);
+  if (const double* inv = divisors.GrowingReciprocals(0, growing)) {
+    for (; k < growing; ++k) y[k] = RoundTo<T>((0.0 + heads[k]) * inv[k]);
+  }
+  for (; k < growing; ++k) y[k] = RoundTo<T>((0.0 + heads[k]) * divisors.At(k));
+  const double inv = divisors.inv_window;
+  for (; k < n; ++k) y[k] = RoundTo<T>((0.0 + heads[k]) * inv);
+}
+
 }  // namespace causal_moving_avg
 
 #endif  // !defined(__CUDA_ARCH__)
