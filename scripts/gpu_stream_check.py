@@ -5,7 +5,8 @@ the toolkit's). Needs a GPU and CuPy or PyTorch, not TensorFlow:
     python scripts/gpu_stream_check.py [build/libcma_gpu_launch.so]
 
 Each case runs on a fresh non-default stream of the other runtime, with the output poisoned, then
-is compared with a float64 NumPy reference after that stream alone is synchronised. Prints one line
+is compared with a float64 NumPy reference after that stream alone is synchronised, and bit for bit
+with the same call on the default stream. Prints one line
 per runtime and exits 1 on any failure, 77 when no GPU or neither runtime is present.
 """
 
@@ -27,11 +28,13 @@ CASES = [((1, 1 << 20, 1), 3), ((4, 50_000, 3), 1000), ((3, 2000, 64), 33), ((2,
 
 
 def reference(x, window):
-    x = x.astype(np.float64)
+    # Prefix sums in x86's 80-bit long double: a float64 prefix difference over a million
+    # steps is about 1e-11 of the window's magnitude off, above float64's tolerance.
+    x = x.astype(np.longdouble)
     prefix = np.concatenate([np.zeros_like(x[:, :1]), np.cumsum(x, axis=1)], axis=1)
     steps = x.shape[1]
     ends = np.arange(1, steps + 1)
-    return (prefix[:, ends] - prefix[:, np.maximum(ends - window, 0)]) / window
+    return ((prefix[:, ends] - prefix[:, np.maximum(ends - window, 0)]) / window).astype(np.float64)
 
 
 def check(name, to_device, to_host, empty, stream_of, synchronize, device_synchronize, launch):
@@ -48,13 +51,23 @@ def check(name, to_device, to_host, empty, stream_of, synchronize, device_synchr
             device_synchronize()  # the inputs are ready; the launch is then the stream's only work
             status = launch(code, stream, (outer, steps, inner), window, dx, dy, scratch)
             synchronize(stream)
-            y = to_host(dy).astype(np.float64)
+            y_bits = to_host(dy)
+            # The same call on the default stream of the library's own runtime: the same bits.
+            dy0 = to_device(np.full_like(x, np.nan))
+            device_synchronize()
+            status0 = launch(code, None, (outer, steps, inner), window, dx, dy0, scratch)
+            device_synchronize()
+            same_bits = to_host(dy0).tobytes() == y_bits.tobytes()
+            y = y_bits.astype(np.float64)
             expected = reference(x, window)
             scale = reference(np.abs(x), window)
-            bad = status != 0 or not np.all(np.abs(y - expected) <= TOLERANCE[dtype] * scale + 1e-30)
-            if bad:
+            close = np.all(np.abs(y - expected) <= TOLERANCE[dtype] * scale + 1e-30)
+            if status != 0 or status0 != 0 or not close or not same_bits:
                 failures += 1
-                print(f"FAIL {name} {dtype.__name__} [{outer},{steps},{inner}] W={window} status={status}")
+                print(
+                    f"FAIL {name} {dtype.__name__} [{outer},{steps},{inner}] W={window} "
+                    f"status={status}/{status0} close={close} same_bits={same_bits}"
+                )
     print(f"{name}: {len(CASES) * len(DTYPES) - failures} passed, {failures} failed")
     return failures
 
@@ -100,7 +113,7 @@ try:
             lambda s: s.synchronize(),
             lambda: cupy.cuda.Device().synchronize(),
             lambda code, s, shape, w, dx, dy, sc: launcher(lambda a: a.data.ptr)(
-                code, s.ptr, shape, w, dx, dy, sc
+                code, s.ptr if s is not None else 0, shape, w, dx, dy, sc
             ),
         )
 except ImportError:
@@ -119,7 +132,7 @@ try:
             lambda s: s.synchronize(),
             torch.cuda.synchronize,
             lambda code, s, shape, w, dx, dy, sc: launcher(lambda t: t.data_ptr())(
-                code, s.cuda_stream, shape, w, dx, dy, sc
+                code, s.cuda_stream if s is not None else 0, shape, w, dx, dy, sc
             ),
         )
 except ImportError:

@@ -1,7 +1,9 @@
 // The GPU's direct kernel, one thread's work, for short windows on narrow layouts: each output
 // sums its own window (coalesced across a warp, the overlap served from cache), exact by
-// construction, nothing carried between outputs. Host-callable, so tests run every thread of a
-// grid on the CPU.
+// construction, nothing carried between outputs. A direct sum never takes a value out, so it
+// sums as the CPU's split windows do (SplitSumOf: plain float64 for 16- and 32-bit inputs, whose
+// rounding stays 29+ bits below theirs; compensated for float64). Host-callable, so tests run
+// every thread of a grid on the CPU.
 #ifndef CAUSAL_MOVING_AVG_CC_CORE_GPU_DIRECT_H_
 #define CAUSAL_MOVING_AVG_CC_CORE_GPU_DIRECT_H_
 
@@ -14,25 +16,22 @@
 
 namespace causal_moving_avg {
 
-// How many outputs one thread sums together. Their loads are independent, so a thread keeps that
-// many memory requests in flight: with one output at a time, all resident threads together hold
-// too few bytes in flight to cover the memory latency.
-constexpr int kDirectOutputsPerThread = 4;
+// How many outputs one thread sums together, their loads interleaved. Measured on an H200
+// against 4 and 8 (benchmarks/results/2026-12-04-gpu-h200.md): larger groups were slower.
+constexpr int kDirectOutputsPerThread = 2;
 
 // Outputs first, first + grid_threads, ... (a grid-stride loop over the flat index),
-// kDirectOutputsPerThread at a time with their loads interleaved.
-template <typename T>
+// kGroup at a time with their loads interleaved. The GPU harness also times other sums and group
+// sizes.
+template <typename T, typename Sum = SplitSumOf<T>, int kGroup = kDirectOutputsPerThread>
 CMA_HOST_DEVICE void DirectMeansOfThread(const Call& call, const T* __restrict__ x,
                                          T* __restrict__ y, int64_t first, int64_t grid_threads) {
-  using Sum = SumOf<T>;
   using Acc = typename Sum::Value;
-  constexpr int kGroup = kDirectOutputsPerThread;
   const Geometry& geometry = call.view;
   const int64_t window = call.window;
   const auto divisors = DivisorsOf<Acc>(call);
   const LaneHistory history{window};
   const int64_t count = call.Elements();
-  const int64_t longest = Min64(window, geometry.steps);
   // Flat index i = (row * steps + t) * inner + lane. A thread steps (t, lane) by grid_threads'
   // (dt, dlane) instead of dividing per output.
   const int64_t dlane = grid_threads % geometry.inner;
@@ -61,8 +60,13 @@ CMA_HOST_DEVICE void DirectMeansOfThread(const Call& call, const T* __restrict__
       t += dt + carry;  // < 2 * steps, so one wrap at most
       if (t >= geometry.steps) t -= geometry.steps;
     }
+    // The group's longest window: a packed sequence's windows are cut at its start, often far
+    // below W.
+    int64_t group_terms = 0;
+    CMA_UNROLL
+    for (int u = 0; u < kGroup; ++u) group_terms = Max64(group_terms, terms[u]);
     Sum sums[kGroup];
-    for (int64_t k = 0; k < longest; ++k) {
+    for (int64_t k = 0; k < group_terms; ++k) {
       CMA_UNROLL
       for (int u = 0; u < kGroup; ++u) {
         if (k < terms[u]) sums[u].Add(static_cast<Acc>(x[index[u] - k * geometry.inner]));

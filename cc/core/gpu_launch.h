@@ -19,18 +19,21 @@
 
 namespace causal_moving_avg {
 
-// Which kernel a shape runs. One thread per lane coalesces only when a warp's lanes are
-// contiguous (inner >= 32): such wide layouts run the running sums of the plan's units. Narrow ones
-// sum short windows directly (gpu_direct.h) and longer ones by tile scans (tile_scan.h). kAuto
-// means ChooseGpuKernel's choice; the harness forces the others to compare them.
-// kGpuDirectMaxWindow comes from that comparison on an H200 (float32, 2^28 elements, inner 1 and
-// 8), made with earlier versions of both kernels (direct sums faster up to W = 16, the tile scan
-// from W = 32); the current kernels have not been compared on a GPU, so it is not yet known to be
-// the best limit for them.
+// Which kernel a shape runs. Short windows are summed directly (gpu_direct.h), coalesced across a
+// warp on any layout. Longer ones: one thread per lane coalesces only when a warp's lanes are
+// contiguous (inner >= 32), so wide layouts run the running sums of the plan's units and narrow
+// ones tile scans (tile_scan.h). kAuto means ChooseGpuKernel's choice; the harness forces the
+// others to compare them. The limits come from that comparison on an H200 (float32; inner 1 and
+// 8 against the tile scan, inner 64-256 against the running kernel;
+// benchmarks/results/2026-12-04-gpu-h200.md): direct sums were faster up to the largest window
+// compared on narrow layouts, and up to W = 8 on wide ones.
 enum class GpuKernel { kAuto, kDirect, kTileScan, kRunning };
-constexpr int64_t kGpuDirectMaxWindow = 16;
+constexpr int64_t kGpuDirectMaxWindow = 64;
+constexpr int64_t kGpuWideDirectMaxWindow = 8;
 inline GpuKernel ChooseGpuKernel(Geometry geometry, int64_t window) {
-  if (geometry.inner >= kTileMaxInner) return GpuKernel::kRunning;
+  if (geometry.inner >= kTileMaxInner) {
+    return window <= kGpuWideDirectMaxWindow ? GpuKernel::kDirect : GpuKernel::kRunning;
+  }
   return window <= kGpuDirectMaxWindow ? GpuKernel::kDirect : GpuKernel::kTileScan;
 }
 inline GpuKernel ResolveGpuKernel(GpuKernel kernel, Geometry geometry, int64_t window) {

@@ -223,8 +223,9 @@ struct CompensatedSum {
 template <typename T>
 using SumOf = CompensatedSum;
 
-// The sums of the CPU's split windows: float64 for 16- and 32-bit inputs, compensated float64
-// for float64 inputs (a float64 sum of float64 values would round at their own precision).
+// The sums of the CPU's split windows and of the GPU's direct sums, which never take a value out:
+// float64 for 16- and 32-bit inputs, compensated float64 for float64 inputs (a float64 sum of
+// float64 values would round at their own precision).
 template <typename T>
 using SplitSumOf = std::conditional_t<(sizeof(T) < 8), PlainSum, CompensatedSum>;
 

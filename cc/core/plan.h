@@ -28,6 +28,10 @@ constexpr int64_t kMaxUnitLanes = 256;
 constexpr int64_t kCpuSpanElements = 1 << 15;
 // Steps per GPU span at least (one thread runs one unit: short spans, many threads).
 constexpr int64_t kGpuMinSpanSteps = 64;
+// Units a GPU plan keeps at least, where spans of kGpuMinSpanSteps allow it: spans of 4W on few
+// lanes leave too few threads to fill a GPU, which costs more than re-anchoring shorter spans
+// (compared on an H200: benchmarks/results/2026-12-04-gpu-h200.md).
+constexpr int64_t kGpuMinUnits = int64_t{1} << 15;
 
 // `max_unit_lanes` is how many lanes one unit advances together: up to kMaxUnitLanes on the CPU
 // (SIMD over contiguous channels), 1 on the GPU (one thread per lane). A span spans at least
@@ -47,9 +51,21 @@ inline Plan MakePlan(const Call& call, int64_t max_unit_lanes, int64_t min_span_
   return plan;
 }
 
-// The GPU's plan for its running-sum kernel.
+// The GPU's plan for its running-sum kernel: one lane per unit, spans of MakePlan's length but
+// short enough to leave kGpuMinUnits units (not below kGpuMinSpanSteps).
 inline Plan MakeGpuPlan(const Call& call) {
-  return MakePlan(call, /*max_unit_lanes=*/1, kGpuMinSpanSteps);
+  Plan plan = MakePlan(call, /*max_unit_lanes=*/1, kGpuMinSpanSteps);
+  const int64_t lanes = call.view.outer * call.view.inner;
+  if (plan.num_units < kGpuMinUnits && lanes > 0) {
+    const int64_t spans_wanted = CeilDiv(kGpuMinUnits, lanes);
+    const int64_t span = Max64(kGpuMinSpanSteps, CeilDiv(call.view.steps, spans_wanted));
+    if (span < plan.span_steps) {
+      plan.span_steps = span;
+      plan.spans_per_row = CeilDiv(call.view.steps, span);
+      plan.num_units = call.view.outer * plan.spans_per_row * plan.lane_groups_per_row;
+    }
+  }
+  return plan;
 }
 
 // Steps per block of the split windows (split_windows.h): the tails of a block of all of a

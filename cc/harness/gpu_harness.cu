@@ -22,8 +22,11 @@
 
 #include "cc/core/call.h"
 #include "cc/core/cpu.h"
+#include "cc/core/gpu_direct.h"
+#include "cc/core/gpu_grid.h"
 #include "cc/core/gpu_launch.h"
 #include "cc/core/plan.h"
+#include "cc/core/running_means.h"
 #include "cc/core/types.h"
 
 namespace cma = causal_moving_avg;
@@ -349,11 +352,12 @@ void RunMatrix(bool quick, int* passed, int* failed) {
     for (int64_t window : windows) {
       for (cma::Edge edge : {cma::Edge::kZeros, cma::Edge::kPartial}) {
         for (bool specials : {false, true}) {
-          // The launcher's choice, and on narrow layouts also the tile scan where the direct
-          // kernel is chosen (the range over which kGpuDirectMaxWindow may be tuned).
+          // The launcher's choice, and where it is the direct kernel also the one that takes over
+          // above its limit (the range over which the limits may be tuned).
           std::vector<cma::GpuKernel> kernels = {cma::GpuKernel::kAuto};
           if (cma::ChooseGpuKernel(shape, window) == cma::GpuKernel::kDirect) {
-            kernels.push_back(cma::GpuKernel::kTileScan);
+            kernels.push_back(shape.inner < cma::kTileMaxInner ? cma::GpuKernel::kTileScan
+                                                               : cma::GpuKernel::kRunning);
           }
           for (cma::GpuKernel kernel : kernels) {
             const Case c{shape, window, edge, specials, kernel};
@@ -402,34 +406,208 @@ float TimeMs(Launch launch, int repeats) {
   return MedianMs(samples);
 }
 
-// `nan_first`: x[0] is NaN, the worst case for the careful redo (with W >= steps it reaches
-// every output of the row).
+// Variants timed beside the shipped kernels, to choose between them from data (not shipped): the
+// direct kernel with other sums and group sizes, the running kernel with other span lengths.
+template <typename T, typename Sum, int kGroup>
+__global__ void DirectVariantKernel(cma::Call call, const T* __restrict__ x, T* __restrict__ y) {
+  cma::DirectMeansOfThread<T, Sum, kGroup>(
+      call, x, y, static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x,
+      static_cast<int64_t>(gridDim.x) * blockDim.x);
+}
+
 template <typename T>
-void Benchmark(cma::Geometry g, int64_t window, int repeats, bool nan_first = false,
-               cma::GpuKernel kernel = cma::GpuKernel::kAuto) {
+__global__ void RunningVariantKernel(cma::Plan plan, const T* __restrict__ x, T* __restrict__ y) {
+  const int64_t grid_threads = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t unit = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       unit < plan.num_units; unit += grid_threads) {
+    cma::SumOf<T> acc;
+    cma::ComputeUnit<T>(plan, x, y, unit, &acc);
+  }
+}
+
+int SmCount() {
+  int device = 0, count = 0;
+  CHECK_CUDA(cudaGetDevice(&device));
+  CHECK_CUDA(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  return count;
+}
+
+// What a timed row runs: the shipped launcher's choice or a forced kernel, or a variant.
+enum class Variant {
+  kShipped,
+  kDirectCompensated2,  // the direct kernel with the running kernels' compensated sums
+  kDirectPlain1,        // other numbers of outputs per thread
+  kDirectPlain4,
+  kRunningSpan64,  // the running kernel with spans of exactly this many steps
+  kRunningSpan256,
+  kRunningSpan1024,
+};
+const char* VariantName(Variant v) {
+  switch (v) {
+    case Variant::kDirectCompensated2:
+      return "direct/comp2";
+    case Variant::kDirectPlain1:
+      return "direct/plain1";
+    case Variant::kDirectPlain4:
+      return "direct/plain4";
+    case Variant::kRunningSpan64:
+      return "running/span64";
+    case Variant::kRunningSpan256:
+      return "running/span256";
+    case Variant::kRunningSpan1024:
+      return "running/span1024";
+    default:
+      return "";
+  }
+}
+
+template <typename T>
+void LaunchVariant(Variant v, const cma::Call& call) {
+  const T* x = static_cast<const T*>(call.x);
+  T* y = static_cast<T*>(call.y);
+  const int sm = SmCount();
+  const int64_t n = call.Elements();
+  const auto direct = [&](auto kernel, int group) {
+    kernel<<<cma::GridSize(cma::CeilDiv(n, group), sm), cma::kGpuThreadsPerBlock>>>(call, x, y);
+  };
+  const auto running = [&](int64_t span) {
+    cma::Plan plan = cma::MakeGpuPlan(call);
+    plan.span_steps = cma::Min64(call.view.steps, span);
+    plan.spans_per_row = cma::CeilDiv(call.view.steps, plan.span_steps);
+    plan.num_units = call.view.outer * plan.spans_per_row * plan.lane_groups_per_row;
+    RunningVariantKernel<T>
+        <<<cma::GridSize(plan.num_units, sm), cma::kGpuThreadsPerBlock>>>(plan, x, y);
+  };
+  switch (v) {
+    case Variant::kDirectCompensated2:
+      return direct(DirectVariantKernel<T, cma::CompensatedSum, 2>, 2);
+    case Variant::kDirectPlain1:
+      return direct(DirectVariantKernel<T, cma::SplitSumOf<T>, 1>, 1);
+    case Variant::kDirectPlain4:
+      return direct(DirectVariantKernel<T, cma::SplitSumOf<T>, 4>, 4);
+    case Variant::kRunningSpan64:
+      return running(64);
+    case Variant::kRunningSpan256:
+      return running(256);
+    case Variant::kRunningSpan1024:
+      return running(1024);
+    default:
+      return;
+  }
+}
+
+struct BenchOptions {
+  cma::Edge edge = cma::Edge::kZeros;
+  bool nan_first = false;  // x[0] is NaN: the careful redo reaches every output with W >= steps
+  cma::GpuKernel kernel = cma::GpuKernel::kAuto;
+  Variant variant = Variant::kShipped;
+  double mean_length = 0;  // > 0: packed sequences (int32 ids) of about this mean length
+};
+
+// One row of the speed table: the op's median time against a device-to-device copy of the same
+// bytes timed just before it, and the op's outputs checked against the CPU core on a sample of
+// rows first (a variant that computes something else must not look fast).
+template <typename T>
+void Benchmark(cma::Geometry g, int64_t window, int repeats, BenchOptions o, int* passed,
+               int* failed) {
   const int64_t n = g.outer * g.steps * g.inner;
   const size_t bytes = n * sizeof(T);
   T *dx = nullptr, *dy = nullptr;
+  int32_t* dids = nullptr;
   void* scratch = nullptr;
   CHECK_CUDA(cudaMalloc(&dx, bytes));
   CHECK_CUDA(cudaMalloc(&dy, bytes));
-  const cma::Call call = CallOf<T>(g, window, cma::Edge::kZeros, dx, dy);
-  CHECK_CUDA(cudaMalloc(&scratch, cma::GpuScratchBytes(call, kernel) + 1));
+  cma::Call call = CallOf<T>(g, window, o.edge, dx, dy);
+  std::mt19937_64 rng(5);
+  if (o.mean_length > 0) {
+    std::vector<int32_t> ids(g.outer * g.steps);
+    std::uniform_int_distribution<int64_t> length(1, static_cast<int64_t>(2 * o.mean_length - 1));
+    int64_t left = 0;
+    int32_t id = 0;
+    for (auto& v : ids) {
+      if (left-- <= 0) left = length(rng) - 1, ++id;
+      v = id;
+    }
+    CHECK_CUDA(cudaMalloc(&dids, ids.size() * sizeof(int32_t)));
+    CHECK_CUDA(cudaMemcpy(dids, ids.data(), ids.size() * sizeof(int32_t), cudaMemcpyHostToDevice));
+    call.ids_kind = cma::Call::Ids::kInt32;
+    call.segment_ids = dids;
+  }
+  CHECK_CUDA(cudaMalloc(&scratch, cma::GpuScratchBytes(call, o.kernel) + 1));
+  // Ordinary data (normal, scale 10) in a sample of about 2^20 elements at the start, zeros
+  // elsewhere: whole rows, or the first steps of row 0 (an output depends only on earlier steps).
+  // The CPU reference on the sample takes most of the harness's time.
+  const int64_t cap = int64_t{1} << 20, row = g.steps * g.inner;
+  const cma::Geometry sample = row <= cap
+                                   ? cma::Geometry{cma::Min64(g.outer, cap / row), g.steps, g.inner}
+                                   : cma::Geometry{1, cma::Max64(1, cap / g.inner), g.inner};
+  const int64_t sample_rows = sample.outer;
+  std::vector<T> x = MakeInput<T>(Case{sample, window, o.edge, false, cma::GpuKernel::kAuto}, rng);
+  if (o.nan_first) x[0] = static_cast<T>(NAN);
   CHECK_CUDA(cudaMemset(dx, 0, bytes));
-  if (nan_first) CHECK_CUDA(cudaMemset(dx, 0xFF, sizeof(T)));  // all ones: a NaN
+  CHECK_CUDA(cudaMemcpy(dx, x.data(), x.size() * sizeof(T), cudaMemcpyHostToDevice));
+  const auto launch = [&] {
+    if (o.variant == Variant::kShipped) {
+      CHECK_LAUNCH(cma::LaunchOnGpu(call, nullptr, scratch, o.kernel));
+    } else {
+      LaunchVariant<T>(o.variant, call);
+      CHECK_CUDA(cudaGetLastError());
+    }
+  };
+  // Correctness of what is timed, on the sample rows.
+  CHECK_CUDA(cudaMemset(dy, 0xFF, bytes));
+  launch();
+  CHECK_CUDA(cudaDeviceSynchronize());
+  std::vector<T> got(x.size()), expected(x.size());
+  std::vector<double> abs_x(x.size()), magnitude(x.size());
+  CHECK_CUDA(cudaMemcpy(got.data(), dy, x.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < x.size(); ++i) abs_x[i] = std::fabs(ToDouble(x[i]));
+  {
+    cma::Call host = call;
+    host.view = sample;
+    std::vector<int32_t> host_ids;
+    if (dids != nullptr) {
+      host_ids.resize(sample_rows * g.steps);
+      CHECK_CUDA(cudaMemcpy(host_ids.data(), dids, host_ids.size() * sizeof(int32_t),
+                            cudaMemcpyDeviceToHost));
+      host.segment_ids = host_ids.data();
+    }
+    const auto serial = [](int64_t, const auto&) {};
+    host.x = x.data();
+    host.y = expected.data();
+    cma::ComputeOnCpu<__half, __nv_bfloat16>(host, nullptr, 1, serial);
+    host.x = abs_x.data();
+    host.y = magnitude.data();
+    host.dtype = cma::DType::kFloat64;
+    cma::ComputeOnCpu<__half, __nv_bfloat16>(host, nullptr, 1, serial);
+  }
+  const std::string error = CompareToCpu(expected, got, magnitude);
+  error.empty() ? ++*passed : ++*failed;
   const float copy_ms = TimeMs(
       [&] { CHECK_CUDA(cudaMemcpyAsync(dy, dx, bytes, cudaMemcpyDeviceToDevice)); }, repeats);
-  const float op_ms =
-      TimeMs([&] { CHECK_LAUNCH(cma::LaunchOnGpu(call, nullptr, scratch, kernel)); }, repeats);
+  const float op_ms = TimeMs(launch, repeats);
   const double traffic = 2.0 * bytes;
-  std::printf(
-      "| %-8s | [%lld, %lld, %lld]%s | %6lld | %-7s | %8.3f | %7.0f | %8.3f | %7.0f | %5.2f |\n",
-      InfoOf<T>().name, (long long)g.outer, (long long)g.steps, (long long)g.inner,
-      nan_first ? " NaN at 0" : "", (long long)window,
-      cma::GpuKernelName(cma::ResolveGpuKernel(kernel, g, window)), op_ms, traffic / op_ms / 1e6,
-      copy_ms, traffic / copy_ms / 1e6, op_ms / copy_ms);
+  char shape[96];
+  std::snprintf(shape, sizeof(shape), "[%lld, %lld, %lld]%s", (long long)g.outer,
+                (long long)g.steps, (long long)g.inner, o.nan_first ? " NaN at 0" : "");
+  char what[64];
+  if (o.variant != Variant::kShipped) {
+    std::snprintf(what, sizeof(what), "%s", VariantName(o.variant));
+  } else {
+    std::snprintf(what, sizeof(what), "%s%s",
+                  cma::GpuKernelName(cma::ResolveGpuKernel(o.kernel, call)),
+                  o.kernel == cma::GpuKernel::kAuto ? "" : " (forced)");
+  }
+  char extra[48] = "";
+  if (o.mean_length > 0) std::snprintf(extra, sizeof(extra), " ids~%g", o.mean_length);
+  std::printf("| %-8s | %s%s | %lld | %s | %s | %.4f | %.0f | %.4f | %.0f | %.2f |%s%s\n",
+              InfoOf<T>().name, shape, extra, (long long)window, cma::NameOf(o.edge), what, op_ms,
+              traffic / op_ms / 1e6, copy_ms, traffic / copy_ms / 1e6, op_ms / copy_ms,
+              error.empty() ? "" : " WRONG: ", error.c_str());
+  std::fflush(stdout);
   CHECK_CUDA(cudaFree(dx));
   CHECK_CUDA(cudaFree(dy));
+  CHECK_CUDA(cudaFree(dids));
   CHECK_CUDA(cudaFree(scratch));
 }
 
@@ -458,28 +636,90 @@ int main(int argc, char** argv) {
   RunStreams<float>(&passed, &failed);
   RunStreams<double>(&passed, &failed);
   RunStreams<__half>(&passed, &failed);
+  RunStreams<__nv_bfloat16>(&passed, &failed);
   RunSegments<float>(&passed, &failed);
   RunSegments<double>(&passed, &failed);
+  RunSegments<__half>(&passed, &failed);
+  RunSegments<__nv_bfloat16>(&passed, &failed);
   std::printf("correctness: %d passed, %d failed\n", passed, failed);
 
   std::printf(
-      "\n| dtype | shape | W | kernel | op ms | op GB/s | copy ms | copy GB/s | op/copy |\n");
-  std::printf("|---|---|---:|---|---:|---:|---:|---:|---:|\n");
+      "\n| dtype | shape | W | edge | kernel | op ms | op GB/s | copy ms | copy GB/s | op/copy "
+      "|\n");
+  std::printf("|---|---|---:|---|---|---:|---:|---:|---:|---:|\n");
   const int repeats = quick ? 5 : 20;
-  const int64_t big = quick ? (int64_t{1} << 24) : (int64_t{1} << 28);
-  for (int64_t window : {int64_t{3}, int64_t{32}, int64_t{1024}, int64_t{4096}, int64_t{100000}}) {
-    Benchmark<float>({1, big, 1}, window, repeats);
-    Benchmark<float>({big / (16384 * 8), 16384, 8}, window, repeats);
-    Benchmark<float>({big / (4096 * 256), 4096, 256}, window, repeats);
+  const auto bench = [&](auto type, cma::Geometry g, int64_t window, BenchOptions o = {}) {
+    Benchmark<decltype(type)>(g, window, repeats, o, &passed, &failed);
+  };
+  // The layouts users run, every window from 1 to 2^40, float32, both edges.
+  const std::vector<cma::Geometry> layouts =
+      quick ? std::vector<cma::Geometry>{{64, 16384, 8}, {4, 4096, 64}}
+            : std::vector<cma::Geometry>{{64, 16384, 8},  {1, 10000000, 1}, {256, 4096, 1},
+                                         {16, 4096, 128}, {4096, 1024, 64}, {1, 1 << 28, 1}};
+  const std::vector<int64_t> windows = {1, 3, 16, 32, 1024, 4096, int64_t{1} << 40};
+  for (const auto& g : layouts) {
+    for (const int64_t window : windows) {
+      // The largest layout (beyond L2, as the earlier tables) for the middle windows only.
+      if (g.steps == int64_t{1} << 28 && (window < 3 || window > 4096)) continue;
+      for (const cma::Edge edge : {cma::Edge::kZeros, cma::Edge::kPartial}) {
+        if (edge == cma::Edge::kPartial && window != 3 && window != 1024) continue;
+        bench(float{}, g, window, {edge});
+      }
+    }
   }
-  Benchmark<__half>({big / (4096 * 256), 4096, 256}, 3, repeats);
-  Benchmark<double>({big / (4096 * 256) / 2, 4096, 256}, 3, repeats);
-  Benchmark<float>({1, big / 16, 1}, big, repeats, /*nan_first=*/true);
-  // Direct against tile scan on narrow layouts, to set kGpuDirectMaxWindow from data.
-  for (int64_t window : {int64_t{4}, int64_t{8}, int64_t{16}, int64_t{32}}) {
-    for (cma::GpuKernel kernel : {cma::GpuKernel::kDirect, cma::GpuKernel::kTileScan}) {
-      Benchmark<float>({1, big, 1}, window, repeats, false, kernel);
-      Benchmark<float>({big / (16384 * 8), 16384, 8}, window, repeats, false, kernel);
+  // Other dtypes.
+  for (const auto& g : {layouts[0], layouts[quick ? 1 : 3]}) {
+    for (const int64_t window : {int64_t{3}, int64_t{1024}}) {
+      bench(__half{}, g, window);
+      bench(__nv_bfloat16{}, g, window);
+      bench(double{}, g, window);
+    }
+  }
+  if (!quick) {
+    // The careful redo at its worst, packed sequences.
+    bench(float{}, {1, 1 << 24, 1}, int64_t{1} << 28, {cma::Edge::kZeros, true});
+    for (const double mean : {64.0, 1000.0}) {
+      for (const int64_t window : {int64_t{3}, int64_t{100}, int64_t{1024}}) {
+        BenchOptions o;
+        o.mean_length = mean;
+        bench(float{}, {1, 10000000, 1}, window, o);
+        bench(float{}, {64, 16384, 8}, window, o);
+      }
+    }
+    // Direct sums against tile scans on narrow layouts, and against the running kernel on wide
+    // ones, to set the kernel limits from data; the variants.
+    for (const int64_t window : {4, 8, 16, 32, 64, 96, 128}) {
+      for (const cma::Geometry g : {cma::Geometry{1, 1 << 28, 1}, cma::Geometry{64, 16384, 8},
+                                    cma::Geometry{2048, 16384, 8}}) {
+        BenchOptions o;
+        for (const auto kernel : {cma::GpuKernel::kDirect, cma::GpuKernel::kTileScan}) {
+          o.kernel = kernel;
+          bench(float{}, g, window, o);
+        }
+        o.kernel = cma::GpuKernel::kAuto;
+        for (const Variant v :
+             {Variant::kDirectCompensated2, Variant::kDirectPlain1, Variant::kDirectPlain4}) {
+          o.variant = v;
+          bench(float{}, g, window, o);
+        }
+      }
+    }
+    for (const int64_t window : {1, 3, 8, 16, 32, 1024, 4096}) {
+      for (const cma::Geometry g : {cma::Geometry{16, 4096, 128}, cma::Geometry{4096, 1024, 64},
+                                    cma::Geometry{256, 4096, 256}}) {
+        BenchOptions o;
+        for (const auto kernel : {cma::GpuKernel::kDirect, cma::GpuKernel::kRunning}) {
+          if (kernel == cma::GpuKernel::kDirect && window > 64) continue;
+          o.kernel = kernel;
+          bench(float{}, g, window, o);
+        }
+        o.kernel = cma::GpuKernel::kAuto;
+        for (const Variant v :
+             {Variant::kRunningSpan64, Variant::kRunningSpan256, Variant::kRunningSpan1024}) {
+          o.variant = v;
+          bench(float{}, g, window, o);
+        }
+      }
     }
   }
   std::printf("%d passed, %d failed\n", passed, failed);

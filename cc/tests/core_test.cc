@@ -516,8 +516,10 @@ void CheckNonFiniteJustBeforeUnits(std::mt19937_64& rng) {
                   : cma::MakeGpuPlan(CallOf<double>(g, window, cma::Edge::kZeros));
           std::vector<double> x(g.steps * inner);
           for (auto& v : x) v = normal(rng);
-          const int64_t start = plan.span_steps;  // the second unit of the row
-          if (start - window - back < 0 || start >= g.steps) continue;
+          // The first unit of the row that starts at least W + back steps in (spans can be
+          // shorter than W on the GPU).
+          const int64_t start = cma::CeilDiv(window + back, plan.span_steps) * plan.span_steps;
+          if (start >= g.steps) continue;
           x[(start - window - back) * inner + inner - 1] = back % 2 ? NAN : INFINITY;
           std::vector<double> abs_x(x.size());
           for (size_t i = 0; i < x.size(); ++i) abs_x[i] = std::fabs(x[i]);
@@ -696,6 +698,39 @@ void CheckGpuLaunchSizes() {
   ++passed;
 }
 
+// The GPU plan's spans: the CPU's rule (at least 4W) where that leaves kGpuMinUnits units, else
+// shortened to leave them, never below kGpuMinSpanSteps, and the units cover every step.
+void CheckGpuPlanUnits() {
+  struct Expected {
+    cma::Geometry g;
+    int64_t window, span;
+  };
+  const Expected cases[] = {
+      {{16, 4096, 128}, 1024, 256},    // 2048 lanes: 16 spans of 256 steps
+      {{16, 4096, 128}, 3, 64},        // the CPU rule's spans already leave enough units
+      {{256, 4096, 256}, 1024, 4096},  // 65536 lanes: spans of 4W kept
+      {{1, 10000, 1}, 1000, 64},       // one lane: not below kGpuMinSpanSteps
+      {{2, 50, 3}, 1 << 20, 50},       // shorter than a span
+  };
+  for (const Expected& e : cases) {
+    const cma::Plan plan = cma::MakeGpuPlan(CallOf<float>(e.g, e.window, cma::Edge::kZeros));
+    const bool enough = plan.num_units >= cma::kGpuMinUnits ||
+                        plan.span_steps == cma::Min64(e.g.steps, cma::kGpuMinSpanSteps);
+    const bool covers = plan.spans_per_row * plan.span_steps >= e.g.steps &&
+                        (plan.spans_per_row - 1) * plan.span_steps < e.g.steps &&
+                        plan.num_units == e.g.outer * e.g.inner * plan.spans_per_row;
+    if (plan.span_steps == e.span && enough && covers) {
+      ++passed;
+    } else {
+      ++failed;
+      PrintFailure("gpu plan [%lld, %lld, %lld] W=%lld: span %lld (want %lld), %lld units",
+                   (long long)e.g.outer, (long long)e.g.steps, (long long)e.g.inner,
+                   (long long)e.window, (long long)plan.span_steps, (long long)e.span,
+                   (long long)plan.num_units);
+    }
+  }
+}
+
 // The driver check accepts a driver of the runtime's major version or newer and names both
 // versions and the needed driver otherwise.
 void CheckDriverProblem() {
@@ -793,6 +828,7 @@ std::vector<TestCase> AllCases() {
   cases.push_back(
       {"constant_runs_exact/float64", [](std::mt19937_64&) { CheckConstantRunsExact<double>(); }});
   cases.push_back({"gpu_launch_sizes", [](std::mt19937_64&) { CheckGpuLaunchSizes(); }});
+  cases.push_back({"gpu_plan_units", [](std::mt19937_64&) { CheckGpuPlanUnits(); }});
   cases.push_back({"driver_problem", [](std::mt19937_64&) { CheckDriverProblem(); }});
   return cases;
 }
