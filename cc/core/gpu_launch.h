@@ -19,30 +19,34 @@
 
 namespace causal_moving_avg {
 
-// Which kernel a shape runs. Short windows are summed directly (gpu_direct.h), coalesced across a
+// Which kernel a call runs. Short windows are summed directly (gpu_direct.h), coalesced across a
 // warp on any layout. Longer ones: one thread per lane coalesces only when a warp's lanes are
 // contiguous (inner >= 32), so wide layouts run the running sums of the plan's units and narrow
-// ones tile scans (tile_scan.h). kAuto means ChooseGpuKernel's choice; the harness forces the
-// others to compare them. The limits come from that comparison on an H200 (float32; inner 1 and
-// 8 against the tile scan, inner 64-256 against the running kernel;
-// benchmarks/results/2026-12-04-gpu-h200.md): direct sums were faster up to the largest window
-// compared on narrow layouts, and up to W = 8 on wide ones.
+// ones tile scans (tile_scan.h). Packed sequences (ids) always take the direct sums, the one
+// kernel that cuts a window at its sequence's start (LaneHistory); their cost grows with W.
+// kAuto means ChooseGpuKernel's choice; the harness forces the others to compare them. The limits
+// come from that comparison on an H200 (float32; inner 1 and 8 against the tile scan, inner 64-256
+// against the running kernel; benchmarks/results/2026-12-04-gpu-h200.md): plain direct sums were
+// faster up to the largest window compared on narrow layouts, and up to W = 8 on wide ones.
+// float64's direct sums are compensated (SplitSumOf), several times the work: they keep the
+// limit measured for compensated sums, and wide float64 layouts the running kernel.
 enum class GpuKernel { kAuto, kDirect, kTileScan, kRunning };
 constexpr int64_t kGpuDirectMaxWindow = 64;
 constexpr int64_t kGpuWideDirectMaxWindow = 8;
-inline GpuKernel ChooseGpuKernel(Geometry geometry, int64_t window) {
-  if (geometry.inner >= kTileMaxInner) {
-    return window <= kGpuWideDirectMaxWindow ? GpuKernel::kDirect : GpuKernel::kRunning;
+constexpr int64_t kGpuCompensatedDirectMaxWindow = 16;
+inline GpuKernel ChooseGpuKernel(const Call& call) {
+  if (call.HasSegments()) return GpuKernel::kDirect;
+  const bool plain = SplitSumIsPlain(call.dtype);
+  if (call.view.inner >= kTileMaxInner) {
+    return plain && call.window <= kGpuWideDirectMaxWindow ? GpuKernel::kDirect
+                                                           : GpuKernel::kRunning;
   }
-  return window <= kGpuDirectMaxWindow ? GpuKernel::kDirect : GpuKernel::kTileScan;
+  const int64_t limit = plain ? kGpuDirectMaxWindow : kGpuCompensatedDirectMaxWindow;
+  return call.window <= limit ? GpuKernel::kDirect : GpuKernel::kTileScan;
 }
-inline GpuKernel ResolveGpuKernel(GpuKernel kernel, Geometry geometry, int64_t window) {
-  return kernel == GpuKernel::kAuto ? ChooseGpuKernel(geometry, window) : kernel;
-}
-// A call's kernel: packed sequences (ids) always take the direct sums, the one kernel that cuts
-// a window at its sequence's start (LaneHistory); their cost grows with W.
 inline GpuKernel ResolveGpuKernel(GpuKernel kernel, const Call& call) {
-  return call.HasSegments() ? GpuKernel::kDirect : ResolveGpuKernel(kernel, call.view, call.window);
+  if (call.HasSegments()) return GpuKernel::kDirect;
+  return kernel == GpuKernel::kAuto ? ChooseGpuKernel(call) : kernel;
 }
 
 inline const char* GpuKernelName(GpuKernel kernel) {

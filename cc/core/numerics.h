@@ -228,6 +228,8 @@ using SumOf = CompensatedSum;
 // float64 values would round at their own precision).
 template <typename T>
 using SplitSumOf = std::conditional_t<(sizeof(T) < 8), PlainSum, CompensatedSum>;
+// SplitSumOf's choice for a dtype known at run time: whether its sums are plain.
+inline bool SplitSumIsPlain(DType dtype) { return SizeOf(dtype) < 8; }
 
 // Sums of float64 inputs can overflow where their means do not; 16- and 32-bit inputs summed in
 // double cannot (2^63 values of at most 2^128).

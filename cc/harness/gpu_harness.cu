@@ -355,7 +355,8 @@ void RunMatrix(bool quick, int* passed, int* failed) {
           // The launcher's choice, and where it is the direct kernel also the one that takes over
           // above its limit (the range over which the limits may be tuned).
           std::vector<cma::GpuKernel> kernels = {cma::GpuKernel::kAuto};
-          if (cma::ChooseGpuKernel(shape, window) == cma::GpuKernel::kDirect) {
+          const cma::Call call = CallOf<T>(shape, window, edge, nullptr, nullptr);
+          if (cma::ChooseGpuKernel(call) == cma::GpuKernel::kDirect) {
             kernels.push_back(shape.inner < cma::kTileMaxInner ? cma::GpuKernel::kTileScan
                                                                : cma::GpuKernel::kRunning);
           }
@@ -370,8 +371,7 @@ void RunMatrix(bool quick, int* passed, int* failed) {
                           InfoOf<T>().name, (long long)shape.outer, (long long)shape.steps,
                           (long long)shape.inner, (long long)window,
                           edge == cma::Edge::kZeros ? "zeros" : "partial", specials,
-                          cma::GpuKernelName(cma::ResolveGpuKernel(kernel, shape, window)),
-                          error.c_str());
+                          cma::GpuKernelName(cma::ResolveGpuKernel(kernel, call)), error.c_str());
             }
           }
         }
