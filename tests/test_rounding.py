@@ -94,3 +94,62 @@ def test_float64_outputs_are_the_exact_mean_rounded_once(window, edge):
         ] * Fraction(1, 2**90):
             mismatches.append((t, y[t], want))
     assert mismatches == []
+
+
+# A NaN's sign and payload in each dtype's bits, and the one NaN every output has.
+NAN_BITS = {
+    "float16": (np.uint16, [0xFE00, 0x7E01, 0xFE3F], 0x7E00),
+    "bfloat16": (np.uint16, [0xFFC0, 0x7FC1, 0xFFFF], 0x7FC0),
+    "float32": (np.uint32, [0xFFC00000, 0x7FC00001, 0xFFC12345], 0x7FC00000),
+    "float64": (np.uint64, [0xFFF8000000000000, 0x7FF8000000000001, 0xFFF8000000012345], 0x7FF8000000000000),
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(NUMPY_DTYPES))
+def test_every_nan_output_is_the_positive_quiet_nan_on_every_path(dtype):
+    # Which of two NaNs a sum returns is left to the hardware and to how the compiler orders the
+    # operands, so windows holding NaNs of both signs and payloads, or +Inf beside -Inf, could
+    # differ between builds in the NaN's bits. Every path gives the one positive quiet NaN.
+    uint, nans, canonical = NAN_BITS[dtype]
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(3, 3000, 2)).astype(NUMPY_DTYPES[dtype])
+    bits = x.view(uint)
+    for k, t in enumerate(rng.choice(3000, size=60, replace=False)):
+        bits[k % 3, t, k % 2] = nans[k % 3]
+    bits[:, 2000:2040:2, :] = nans[0]  # runs of NaNs of both signs
+    bits[:, 2001:2040:2, :] = np.float64(np.nan).astype(NUMPY_DTYPES[dtype]).view(uint)
+    x[:, 1500, :], x[:, 1502, :] = np.inf, -np.inf
+    ids = np.repeat(np.arange(30), 100)[None, :].repeat(3, axis=0)
+    for window in (1, 3, 16, 33, 300):
+        expected = np.isnan(reference_sums(x.astype(np.float64), window))
+        outputs = {"numpy": cma.numpy_causal_moving_avg(x, window)}
+        for jit_compile in (False, True):
+            if jit_compile and not cma.build_info()["xla"]:
+                continue
+            fn = tf.function(lambda v, w=window: cma.causal_moving_avg(v, w), jit_compile=jit_compile)
+            outputs[f"tf.function jit_compile={jit_compile}"] = fn(x).numpy()
+        outputs["eager"] = cma.causal_moving_avg(x, window).numpy()
+        y, state = cma.causal_moving_avg(x[:, :1700], window, return_state=True)
+        outputs["stream"] = np.concatenate(
+            [y.numpy(), cma.causal_moving_avg(x[:, 1700:], window, initial_state=state).numpy()], axis=1
+        )
+        packed = {
+            "numpy, segment_ids": cma.numpy_causal_moving_avg(x, window, segment_ids=ids),
+            "eager, segment_ids": cma.causal_moving_avg(x, window, segment_ids=ids).numpy(),
+        }
+        for path, y in {**outputs, **packed}.items():
+            nan = np.isnan(y.astype(np.float64))
+            assert (y.view(uint)[nan] == canonical).all(), (path, window, hex(y.view(uint)[nan][0]))
+        for path, y in outputs.items():
+            assert np.array_equal(np.isnan(y.astype(np.float64)), expected), (path, window)
+            assert np.array_equal(y.view(uint), outputs["numpy"].view(uint)), (path, window)
+        eager_ids, numpy_ids = packed["eager, segment_ids"], packed["numpy, segment_ids"]
+        assert np.array_equal(eager_ids.view(uint), numpy_ids.view(uint)), window
+
+
+def reference_sums(x, window):
+    """Each step's window sum along axis 1, summed directly in float64 (NaN where the window holds
+    a NaN, or +Inf and -Inf)."""
+    padded = np.concatenate([np.zeros_like(x[:, : window - 1]), x], axis=1)
+    with np.errstate(invalid="ignore"):  # +Inf + -Inf
+        return sum(padded[:, k : k + x.shape[1]] for k in range(window))

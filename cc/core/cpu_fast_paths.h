@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "cc/core/call.h"
 #include "cc/core/history.h"
@@ -59,7 +60,27 @@ inline void Load4(const T* x, Float64x4* v) {
                  static_cast<double>(x[3])};
 }
 
-// Four means rounded to T (by pointer, as Load4).
+// Four means rounded to T (by pointer, as Load4): RoundTo's bits. float and float64 in vector
+// operations (RoundTo's select per element would be compiled as four branches).
+typedef float Float32x4 __attribute__((vector_size(16)));
+typedef int32_t Int32x4 __attribute__((vector_size(16)));
+typedef int64_t Int64x4 __attribute__((vector_size(32)));
+template <typename Bits, typename Vector, typename F>
+inline void StorePositiveNaNs(const Vector& rounded, F* y) {
+  const F nan = std::numeric_limits<F>::quiet_NaN();
+  const Vector nans = {nan, nan, nan, nan};
+  const Bits is_number = rounded == rounded;
+  Bits bits, nan_bits;
+  std::memcpy(&bits, &rounded, sizeof bits);
+  std::memcpy(&nan_bits, &nans, sizeof nan_bits);
+  bits = (bits & is_number) | (nan_bits & ~is_number);
+  std::memcpy(y, &bits, sizeof bits);
+}
+inline void Narrow4(const Float64x4* v, float* y) {
+  const Float32x4 rounded = __builtin_convertvector(*v, Float32x4);
+  StorePositiveNaNs<Int32x4>(rounded, y);
+}
+inline void Narrow4(const Float64x4* v, double* y) { StorePositiveNaNs<Int64x4>(*v, y); }
 template <typename T>
 inline void Narrow4(const Float64x4* v, T* y) {
   for (int i = 0; i < 4; ++i) y[i] = RoundTo<T>((*v)[i]);
@@ -213,8 +234,6 @@ inline void DirectMeansOfLanes(const T* __restrict__ x, T* __restrict__ y, int64
   if (lanes == 8) return DirectLaneMeans<8>(x, y, stride, lanes, t0, t1, summed, divisors);
   DirectLaneMeans<0>(x, y, stride, lanes, t0, t1, summed, divisors);
 }
-
-typedef int64_t Int64x4 __attribute__((vector_size(32)));
 
 // DirectMeans of every sequence of a one-lane row with ids in one pass over steps [begin, end)
 // (`begin` starts a sequence, `end` starts one or ends the row; W <= kShortWindowMax), so short

@@ -39,14 +39,22 @@ CMA_HOST_DEVICE inline float RoundToOddFloat(double v) {
   return f;
 }
 
-// An output, rounded once from its float64 value. 16-bit types convert from float32 (Eigen's,
-// CUDA's and the host's half and bfloat16), which would round twice.
+// The positive quiet NaN for any NaN: which NaN an addition of two NaNs returns is left to the
+// compiled code, so a NaN's sign would otherwise differ between builds and paths. A select on the
+// rounded value, which compilers vectorise (a branch on the float64 one they do not).
+template <typename F>
+CMA_HOST_DEVICE inline F PositiveNaN(F v) {
+  return v == v ? v : std::numeric_limits<F>::quiet_NaN();
+}
+
+// An output, rounded once from its float64 value, every NaN the positive quiet NaN. 16-bit types
+// convert from float32 (Eigen's, CUDA's and the host's half and bfloat16), which would round twice.
 template <typename T>
 CMA_HOST_DEVICE inline T RoundTo(double v) {
   if constexpr (sizeof(T) == 2) {
-    return static_cast<T>(RoundToOddFloat(v));
+    return static_cast<T>(PositiveNaN(RoundToOddFloat(v)));
   } else {
-    return static_cast<T>(v);
+    return PositiveNaN(static_cast<T>(v));
   }
 }
 

@@ -14,6 +14,7 @@
 #ifndef CAUSAL_MOVING_AVG_CC_CORE_SPLIT_WINDOWS_H_
 #define CAUSAL_MOVING_AVG_CC_CORE_SPLIT_WINDOWS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -155,7 +156,11 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
     const int64_t first = blocks.FirstStep(c);
     if constexpr (kPlain) {
       if (one_lane) {
-        if (blocks.StepsBefore(c) == 0) return SuffixSums(x + first, B, as_doubles(out));
+        const int64_t before = blocks.StepsBefore(c);
+        if (before == 0) return SuffixSums(x + first, B, as_doubles(out));
+        // A block wholly before the sequence: every tail is the +0.0 that summing its zeros
+        // gives (a packed sequence no longer than W reads only such blocks).
+        if (before == B) return std::fill(as_doubles(out), as_doubles(out) + B + 1, 0.0);
         LoadBlock(x, blocks, c, staged);  // reaches before the sequence: zeros there
         return SuffixSums(staged, B, as_doubles(out));
       }
