@@ -1,6 +1,7 @@
 // The CPU entry point, shared by the TF CPU kernel, the XLA Host handler and the NumPy binding:
 // ComputeOnCpu cuts a call into shards of the plan's units and runs them on the binding's threads
-// (ComputeUnits per shard), with the output's huge-page hint. Host only.
+// (ComputeUnits per shard), with the output's huge-page hint. Host only. The entry points are
+// compiled once, in cpu.cc and cpu_instances.cc (the cma_cpu library every binding links).
 #ifndef CAUSAL_MOVING_AVG_CC_CORE_CPU_H_
 #define CAUSAL_MOVING_AVG_CC_CORE_CPU_H_
 
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -73,29 +75,12 @@ inline const char* CpuVersionName(CpuVersion version) {
   return version == CpuVersion::kAvx2 ? "avx2" : "baseline";
 }
 
-// The versions this binary holds and this CPU can run.
-inline std::vector<CpuVersion> RunnableCpuVersions() {
-  std::vector<CpuVersion> versions = {CpuVersion::kBaseline};
-#if CMA_HAS_AVX2_VERSION
-  if (__builtin_cpu_supports("avx2")) versions.push_back(CpuVersion::kAvx2);
-#endif
-  return versions;
-}
+// The versions this binary holds and this CPU can run (cpu.cc).
+std::vector<CpuVersion> RunnableCpuVersions();
 
 // The version this process runs: the widest the CPU can run, or the one the environment variable
 // CMA_CPU_VERSION names ("baseline", "avx2") if the CPU can run it. Chosen once per process.
-inline CpuVersion ActiveCpuVersion() {
-  static const CpuVersion active = [] {
-    const std::vector<CpuVersion> runnable = RunnableCpuVersions();
-    if (const char* wanted = std::getenv("CMA_CPU_VERSION")) {
-      for (const CpuVersion version : runnable) {
-        if (std::strcmp(wanted, CpuVersionName(version)) == 0) return version;
-      }
-    }
-    return runnable.back();
-  }();
-  return active;
-}
+CpuVersion ActiveCpuVersion();
 
 // IEEE arithmetic with subnormals for the scope: TensorFlow's and XLA's CPU threads flush them
 // to zero (FTZ/DAZ), other callers' threads do not, and the op gives the same bits on every
@@ -311,66 +296,12 @@ void ComputeSequences(const Call& call, int64_t p0, int64_t p1) {
   ComputeSequencesBaseline<T>(call, p0, p1);
 }
 
-template <typename Float16, typename Bfloat16, typename RunShards>
-void ComputeStreamOnCpu(const Call& call, void* scratch, int64_t threads, RunShards&& run_shards);
-template <typename Float16, typename Bfloat16, typename RunShards>
-void ComputeSequencesOnCpu(const Call& call, int64_t threads, RunShards&& run_shards);
-
 // Host memory a CPU call needs besides its inputs and outputs, in bytes: a stream's stage
 // (stream.h), its inputs and outputs.
 inline int64_t CpuScratchBytes(const Call& call) {
   return NeedsStage(call) && !HeadSummedDirectly(call)
              ? 2 * StageOf(call).Elements() * SizeOf(call.dtype)
              : 0;
-}
-
-// Computes a checked, non-empty call on the CPU: the one sharding routine of every binding. The
-// plan's units are cut into at most `threads` shards (ShardCount) and
-// `run_shards(shards, run_shard)` runs run_shard(k) for every k in [0, shards), on whatever
-// threads the binding has (TensorFlow's or XLA's pool, std::threads, or the calling thread alone).
-// Unit boundaries do not depend on the shards, so every binding gives the same bits. Float16 and
-// Bfloat16 are the binding's 16-bit types (same layout as IEEE binary16 and bfloat16). `scratch`
-// holds CpuScratchBytes(call) bytes (null when that is 0).
-template <typename Float16, typename Bfloat16, typename RunShards>
-void ComputeOnCpu(const Call& call, void* scratch, int64_t threads, RunShards&& run_shards) {
-  if (call.IsStream())
-    return ComputeStreamOnCpu<Float16, Bfloat16>(call, scratch, threads, run_shards);
-  if (call.HasSegments())
-    return ComputeSequencesOnCpu<Float16, Bfloat16>(call, threads, run_shards);
-  const Plan plan = MakeCpuPlan(call);
-  VisitDType<Float16, Bfloat16>(call.dtype, [&](auto type) {
-    using T = decltype(type);
-    const T* x = static_cast<const T*>(call.x);
-    T* y = static_cast<T*>(call.y);
-    HintHugePages(y, call.Elements() * static_cast<int64_t>(sizeof(T)));
-    const int64_t shards = ShardCount(plan, threads);
-    if (shards <= 1) return ComputeUnits<T>(plan, x, y, 0, plan.num_units);
-    run_shards(shards, [&plan, x, y, shards](int64_t shard) {
-      int64_t begin, end;
-      ShardUnits(plan, shard, shards, &begin, &end);
-      ComputeUnits<T>(plan, x, y, begin, end);
-    });
-  });
-}
-
-// Packed sequences: each row cut into its sequences (LaneHistory's rule), each sequence an
-// ordinary call of its own (a fresh start: the window cut at its first step, "partial" counting
-// from there). The [outer, steps] positions are cut into one contiguous range per thread, which
-// finds and computes the sequences starting in it, so both the search and the sums run in
-// parallel. Which thread computes a sequence does not change its bits.
-template <typename Float16, typename Bfloat16, typename RunShards>
-void ComputeSequencesOnCpu(const Call& call, int64_t threads, RunShards&& run_shards) {
-  const int64_t positions = call.view.outer * call.view.steps;
-  const int64_t shards = Max64(1, Min64(threads, call.Elements() / kMinShardElements));
-  VisitDType<Float16, Bfloat16>(call.dtype, [&](auto type) {
-    using T = decltype(type);
-    HintHugePages(call.y, call.Elements() * static_cast<int64_t>(sizeof(T)));
-    const auto run_shard = [&](int64_t shard) {
-      ComputeSequences<T>(call, positions * shard / shards, positions * (shard + 1) / shards);
-    };
-    if (shards <= 1) return run_shard(0);
-    run_shards(shards, run_shard);
-  });
 }
 
 // A stream's head, rows [row0, row1), on the calling thread, in the active version.
@@ -383,63 +314,53 @@ void ComputeStreamHead(const Call& call, int64_t row0, int64_t row1) {
   StreamHeadBaseline<T>(call, row0, row1);
 }
 
-// A stream (stream.h): the outputs of x's first steps from the stage, or summed straight from
-// the state (HeadSummedDirectly), an ordinary call for the rest, and the next state; every copy a
-// row at a time.
-template <typename Float16, typename Bfloat16, typename RunShards>
-void ComputeStreamOnCpu(const Call& call, void* scratch, int64_t threads, RunShards&& run_shards) {
-  const int64_t size = SizeOf(call.dtype), inner = call.view.inner;
-  const auto* x = static_cast<const char*>(call.x);
-  const auto* history = static_cast<const char*>(call.history);
-  const int64_t history_row = call.HistorySteps() * inner * size;
-  const int64_t x_row = call.view.steps * inner * size;
-  const StreamStage stage = StageOf(call);
-  if (call.view.outer * inner > 0 && stage.head_steps > 0 && HeadSummedDirectly(call)) {
-    const int64_t rows = call.view.outer;
-    // Its additions, vectorised, cost about an eighth of an element of an ordinary call each.
-    const int64_t work = rows * inner * stage.head_steps * call.window / 8;
-    const int64_t shards = Max64(1, Min64(Min64(threads, rows), work / kMinShardElements));
-    VisitDType<Float16, Bfloat16>(call.dtype, [&](auto type) {
-      using T = decltype(type);
-      const auto run_shard = [&call, rows, shards](int64_t shard) {
-        ComputeStreamHead<T>(call, rows * shard / shards, rows * (shard + 1) / shards);
-      };
-      if (shards <= 1) return run_shard(0);
-      run_shards(shards, run_shard);
-    });
-  } else if (call.view.outer * inner > 0 && stage.head_steps > 0) {
-    const int64_t head_row = stage.head_steps * inner * size, stage_row = history_row + head_row;
-    auto* stage_x = static_cast<char*>(scratch);
-    char* stage_y = stage_x + stage.Elements() * size;
-    for (int64_t row = 0; row < call.view.outer; ++row) {
-      std::memcpy(stage_x + row * stage_row, history + row * history_row, history_row);
-      std::memcpy(stage_x + row * stage_row + history_row, x + row * x_row, head_row);
-    }
-    ComputeOnCpu<Float16, Bfloat16>(StageCall(call, stage_x, stage_y), nullptr, threads,
-                                    run_shards);
-    auto* y = static_cast<char*>(call.y);
-    for (int64_t row = 0; row < call.view.outer; ++row) {
-      std::memcpy(y + row * x_row, stage_y + row * stage_row + history_row, head_row);
-    }
-  }
-  if (call.view.outer * inner > 0 && stage.head_steps < call.view.steps) {
-    ComputeOnCpu<Float16, Bfloat16>(RestCall(call), nullptr, threads, run_shards);
-  }
-  // The next state: the last H inputs of history then x; then the count (read above).
-  auto* next = static_cast<char*>(call.next_history);
-  const int64_t from_history = Max64(0, history_row - x_row);
-  for (int64_t row = 0; row < call.view.outer && history_row > 0; ++row) {
-    char* out = next + row * history_row;
-    if (from_history > 0) {
-      std::memcpy(out, history + row * history_row + (history_row - from_history), from_history);
-    }
-    if (history_row > from_history) {
-      std::memcpy(out + from_history, x + row * x_row + (x_row - (history_row - from_history)),
-                  history_row - from_history);
-    }
-  }
-  *call.next_seen = *call.seen + call.view.steps;
-}
+// The compiled core (cc/core/cpu_instances.cc): the three entry points above for each dtype's host
+// type, compiled once and linked by every binding instead of being instantiated in each of them.
+// A binding's own 16-bit types (Eigen's, CUDA's) have these layouts and round as these do
+// (core_test checks HostHalf against the compiler's _Float16, HostBfloat16 against round to nearest
+// even), so one instantiation serves them all.
+template <DType kDType>
+using HostTypeOf = CppTypeOf<HostHalf, HostBfloat16, kDType>;
+#define CMA_CPU_ENTRY_POINTS(prefix, T)                                              \
+  prefix template void ComputeUnits<T>(const Plan&, const T*, T*, int64_t, int64_t); \
+  prefix template void ComputeSequences<T>(const Call&, int64_t, int64_t);           \
+  prefix template void ComputeStreamHead<T>(const Call&, int64_t, int64_t);
+#define CMA_EXTERN_ENTRY_POINTS(enumerator, name) \
+  CMA_CPU_ENTRY_POINTS(extern, HostTypeOf<DType::enumerator>)
+CMA_FOR_EACH_DTYPE(CMA_EXTERN_ENTRY_POINTS)
+#undef CMA_EXTERN_ENTRY_POINTS
+
+// A reference to a callable, for the shard runners below: the bindings pass lambdas, the core
+// calls them through one pointer, and nothing is copied or allocated.
+template <typename Signature>
+class FunctionRef;
+template <typename R, typename... Args>
+class FunctionRef<R(Args...)> {
+ public:
+  template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FunctionRef>>>
+  FunctionRef(F&& f)  // NOLINT: implicit, as a lambda argument
+      : object_(const_cast<void*>(static_cast<const void*>(&f))),
+        call_([](void* object, Args... args) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(object))(std::forward<Args>(args)...);
+        }) {}
+  R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
+
+ private:
+  void* object_;
+  R (*call_)(void*, Args...);
+};
+
+// run_shards(shards, run_shard) runs run_shard(k) for every k in [0, shards), on whatever threads
+// the binding has (TensorFlow's or XLA's pool, std::threads, or the calling thread alone), and
+// returns when all have run.
+using RunShard = FunctionRef<void(int64_t)>;
+using RunShards = FunctionRef<void(int64_t, RunShard)>;
+
+// Computes a checked, non-empty call on the CPU: the one sharding routine of every binding. The
+// plan's units are cut into at most `threads` shards (ShardCount), run by `run_shards`. Unit
+// boundaries do not depend on the shards, so every binding gives the same bits. `scratch` holds
+// CpuScratchBytes(call) bytes (null when that is 0).
+void ComputeOnCpu(const Call& call, void* scratch, int64_t threads, RunShards run_shards);
 
 }  // namespace causal_moving_avg
 

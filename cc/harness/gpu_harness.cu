@@ -214,7 +214,7 @@ std::string CheckStream(cma::Geometry g, int64_t window, cma::Edge edge, int64_t
   int64_t counts[2] = {seen, -1};
   const auto on_cpu = [&](const cma::Call& call) {
     std::vector<char> scratch(cma::CpuScratchBytes(call));
-    cma::ComputeOnCpu<__half, __nv_bfloat16>(call, scratch.data(), 1, [](int64_t, const auto&) {});
+    cma::ComputeOnCpu(call, scratch.data(), 1, [](int64_t, const auto&) {});
   };
   on_cpu(stream_call(x.data(), expected.data(), history.data(), counts, expected_next.data()));
   cma::Call magnitude_call = stream_call(abs_x.data(), magnitude.data(), abs_history.data(), counts,
@@ -271,11 +271,10 @@ std::string CheckSegments(cma::Geometry g, int64_t window, cma::Edge edge, std::
     return call;
   };
   const auto serial = [](int64_t, const auto&) {};
-  cma::ComputeOnCpu<__half, __nv_bfloat16>(call_of(x.data(), expected.data(), ids.data()), nullptr,
-                                           1, serial);
+  cma::ComputeOnCpu(call_of(x.data(), expected.data(), ids.data()), nullptr, 1, serial);
   cma::Call magnitude_call = call_of(abs_x.data(), magnitude.data(), ids.data());
   magnitude_call.dtype = cma::DType::kFloat64;
-  cma::ComputeOnCpu<__half, __nv_bfloat16>(magnitude_call, nullptr, 1, serial);
+  cma::ComputeOnCpu(magnitude_call, nullptr, 1, serial);
   T *dx, *dy;
   int64_t* dids;
   CHECK_CUDA(cudaMalloc(&dx, n * sizeof(T) + 1));
@@ -575,11 +574,11 @@ void Benchmark(cma::Geometry g, int64_t window, int repeats, BenchOptions o, int
     const auto serial = [](int64_t, const auto&) {};
     host.x = x.data();
     host.y = expected.data();
-    cma::ComputeOnCpu<__half, __nv_bfloat16>(host, nullptr, 1, serial);
+    cma::ComputeOnCpu(host, nullptr, 1, serial);
     host.x = abs_x.data();
     host.y = magnitude.data();
     host.dtype = cma::DType::kFloat64;
-    cma::ComputeOnCpu<__half, __nv_bfloat16>(host, nullptr, 1, serial);
+    cma::ComputeOnCpu(host, nullptr, 1, serial);
   }
   const std::string error = CompareToCpu(expected, got, magnitude);
   error.empty() ? ++*passed : ++*failed;

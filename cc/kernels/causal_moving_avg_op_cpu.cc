@@ -24,15 +24,16 @@ struct LaunchCausalMovingAvg<CPUDevice> {
       TF_RETURN_IF_ERROR(ctx->allocate_temp(::tensorflow::DT_UINT8,
                                             ::tensorflow::TensorShape({scratch_bytes}), &scratch));
     }
-    ComputeOnCpu<TfTypeOf<DType::kFloat16>, TfTypeOf<DType::kBfloat16>>(
-        call, scratch_bytes > 0 ? scratch.flat<uint8_t>().data() : nullptr, device.numThreads(),
-        [&device](int64_t shards, const auto& run_shard) {
-          // Shards are balanced and heavy (ShardCount keeps them large): one task each.
-          const Eigen::TensorOpCost cost(0, 0, 1e9);
-          device.parallelFor(shards, cost, [&run_shard](Eigen::Index begin, Eigen::Index end) {
-            for (Eigen::Index shard = begin; shard < end; ++shard) run_shard(shard);
-          });
-        });
+    ComputeOnCpu(call, scratch_bytes > 0 ? scratch.flat<uint8_t>().data() : nullptr,
+                 device.numThreads(), [&device](int64_t shards, const auto& run_shard) {
+                   // Shards are balanced and heavy (ShardCount keeps them large): one task each.
+                   const Eigen::TensorOpCost cost(0, 0, 1e9);
+                   device.parallelFor(shards, cost,
+                                      [&run_shard](Eigen::Index begin, Eigen::Index end) {
+                                        for (Eigen::Index shard = begin; shard < end; ++shard)
+                                          run_shard(shard);
+                                      });
+                 });
     return absl::OkStatus();
   }
 };

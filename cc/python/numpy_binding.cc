@@ -25,22 +25,20 @@ namespace cma = causal_moving_avg;
 namespace {
 
 // The core on std::threads, one per core: units do not depend on the thread count, so the bits
-// are the TF kernel's.
-// The host types of the 16-bit dtypes are NumPy's layouts (HostHalf is IEEE binary16, as
-// numpy.float16; bfloat16 arrays come from ml_dtypes, as TensorFlow's .numpy() gives them).
+// are the TF kernel's. NumPy's float16 and ml_dtypes' bfloat16 have the core's 16-bit layouts.
 void Compute(const cma::Call& call) {
   // A stream's stage, allocated before the GIL is released so that a failure is a MemoryError.
   std::vector<char> scratch;
   scratch.resize(cma::CpuScratchBytes(call));
   py::gil_scoped_release release;
-  cma::ComputeOnCpu<cma::HostHalf, cma::HostBfloat16>(
-      call, scratch.data(), std::max(1u, std::thread::hardware_concurrency()),
-      [](int64_t shards, const auto& run_shard) {
-        std::vector<std::thread> workers;
-        for (int64_t shard = 1; shard < shards; ++shard) workers.emplace_back(run_shard, shard);
-        run_shard(0);
-        for (auto& worker : workers) worker.join();
-      });
+  cma::ComputeOnCpu(call, scratch.data(), std::max(1u, std::thread::hardware_concurrency()),
+                    [](int64_t shards, const auto& run_shard) {
+                      std::vector<std::thread> workers;
+                      for (int64_t shard = 1; shard < shards; ++shard)
+                        workers.emplace_back(run_shard, shard);
+                      run_shard(0);
+                      for (auto& worker : workers) worker.join();
+                    });
 }
 
 // x's C-contiguous view of the same dtype, copied only when the input has other strides.

@@ -370,8 +370,7 @@ void CheckStreams(std::mt19937_64& rng) {
               next(history.size(), static_cast<T>(NAN));
           const cma::Call call = stream_call(&y, &next);
           std::vector<char> scratch(cma::CpuScratchBytes(call));
-          cma::ComputeOnCpu<_Float16, cma::HostBfloat16>(call, scratch.data(), 1,
-                                                         [](int64_t, const auto&) {});
+          cma::ComputeOnCpu(call, scratch.data(), 1, [](int64_t, const auto&) {});
           check("cpu", y, next);
           for (const GpuKernel kernel :
                {GpuKernel::kRunning, GpuKernel::kDirect, GpuKernel::kTileScan}) {
@@ -442,8 +441,7 @@ void CheckSegments(std::mt19937_64& rng) {
           return call;
         };
         std::vector<T> cpu(n, static_cast<T>(7777.0));
-        cma::ComputeOnCpu<_Float16, cma::HostBfloat16>(call_of(cpu.data()), nullptr, 1,
-                                                       [](int64_t, const auto&) {});
+        cma::ComputeOnCpu(call_of(cpu.data()), nullptr, 1, [](int64_t, const auto&) {});
         Expect(std::string("cpu ") + label, cpu, want, magnitude, tolerance);
         // Several threads (the positions cut into ranges, sequences across their boundaries),
         // shards run first to last and last to first: the same bits.
@@ -454,8 +452,7 @@ void CheckSegments(std::mt19937_64& rng) {
             for (int64_t k = 0; k < shards; ++k) run_shard(forward ? k : shards - 1 - k);
             shards_run = shards;
           };
-          cma::ComputeOnCpu<_Float16, cma::HostBfloat16>(call_of(sharded.data()), nullptr, 5,
-                                                         run_all);
+          cma::ComputeOnCpu(call_of(sharded.data()), nullptr, 5, run_all);
           if (std::memcmp(sharded.data(), cpu.data(), n * sizeof(T)) == 0 &&
               (n < 2 * cma::kMinShardElements || shards_run > 1)) {
             ++passed;

@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "cc/core/cpu.h"
-#include "cc/kernels/tf_types.h"
 #include "cc/xla/custom_call.h"
 #include "cc/xla/ffi_handler.h"
 #include "xla/ffi/api/ffi.h"
@@ -23,8 +22,7 @@ namespace ffi = ::xla::ffi;
 // start. The caller waits only for claimed shards to finish, and runs any that no task has
 // claimed itself, so it never waits on a pool that is busy (or is the caller's own pool). A task
 // that starts after the call returned finds nothing to claim and touches no buffer.
-template <typename RunShard>
-void RunShardsOnPool(ffi::ThreadPool& pool, int64_t shards, const RunShard& run_shard) {
+void RunShardsOnPool(ffi::ThreadPool& pool, int64_t shards, RunShard run_shard) {
   struct Progress {
     std::atomic<int64_t> next{0};
     int64_t done = 0;
@@ -63,12 +61,11 @@ ffi::Error HostCall(ffi::ThreadPool pool, ffi::AnyBuffer x, ffi::AnyBuffer histo
   if (static_cast<int64_t>(scratch->size_bytes()) < CpuScratchBytes(call)) {
     return ffi::Error::Internal("CausalMovingAvg: XLA's scratch buffer is smaller than the stage");
   }
-  // The TF CPU kernel's types, so the same instantiations of the core run. Shards are claimed as
-  // threads come free, so several per thread even out the load whether or not the calling thread
-  // is one of the pool's.
-  ComputeOnCpu<TfTypeOf<DType::kFloat16>, TfTypeOf<DType::kBfloat16>>(
+  // Shards are claimed as threads come free, so several per thread even out the load whether or
+  // not the calling thread is one of the pool's.
+  ComputeOnCpu(
       call, scratch->untyped_data(), 4 * pool.num_threads(),
-      [&pool](int64_t shards, const auto& run_shard) { RunShardsOnPool(pool, shards, run_shard); });
+      [&pool](int64_t shards, RunShard run_shard) { RunShardsOnPool(pool, shards, run_shard); });
   return ffi::Error::Success();
 }
 
