@@ -149,11 +149,17 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
   const bool one_lane = kPlain && lanes == 1 && stride == 1;
   double* staged = reinterpret_cast<double*>(head + 3 * lanes);  // one lane: inputs, heads
   const auto as_doubles = [](Sum* sums) { return reinterpret_cast<double*>(sums); };
+  // Whether the tails of each parity belong to a block wholly before the sequence: each of them
+  // is then the empty sum, Sum(), which the outputs take without reading (a packed sequence no
+  // longer than W reads only such blocks). One lane fills them instead: its loops read an array.
+  bool empty_tails[2] = {false, false};
 
   // Block c's tails into tails[c & 1]: row k holds each lane's sum from step k of c on.
   const auto fill_tails = [&](int64_t c) {
     Sum* out = tails[c & 1];
     const int64_t first = blocks.FirstStep(c);
+    empty_tails[c & 1] = !one_lane && blocks.StepsBefore(c) == B;
+    if (empty_tails[c & 1]) return;
     if constexpr (kPlain) {
       if (one_lane) {
         const int64_t before = blocks.StepsBefore(c);
@@ -298,9 +304,9 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
         const auto in_registers = [&](auto pair) {
           constexpr bool kPair = decltype(pair)::value;
           const auto lane_out = [&](const Float64x4& head, const Float64x4& mid, const double* tail,
-                                    double inv, T* yt) {
-            Float64x4 sum;
-            std::memcpy(&sum, tail, sizeof sum);
+                                    bool empty_tail, double inv, T* yt) {
+            Float64x4 sum = {0.0, 0.0, 0.0, 0.0};
+            if (!empty_tail) std::memcpy(&sum, tail, sizeof sum);
             if constexpr (kMiddle) sum += mid;
             sum += head;
             sum *= inv;
@@ -312,6 +318,7 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
             if (from >= to) continue;
             const double* tail =
                 as_doubles(tails[(a0 + part) & 1] + blocks.TailOffset(from) * lanes);
+            const bool empty_tail = empty_tails[(a0 + part) & 1];
             Float64x4 mid_lo = {}, mid_hi = {};
             if constexpr (kMiddle) {
               for (int i = 0; i < 4; ++i) {
@@ -319,21 +326,28 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
                 if constexpr (kPair) mid_hi[i] = middle[part][4 + i].sum;
               }
             }
-            const int64_t grow_end = from + divisors.GrowingSteps(from, to - from);
-            for (int64_t t = from; t < to; ++t, tail += lanes) {
-              const double inv = t < grow_end ? divisors.At(t) : divisors.inv_window;
+            const auto step = [&](int64_t t, double inv) {
               const T* xt = x + t * stride;
               T* yt = y + t * stride;
               Float64x4 in;
               Load4(xt, &in);
               head_lo += in;
-              lane_out(head_lo, mid_lo, tail, inv, yt);
+              lane_out(head_lo, mid_lo, tail, empty_tail, inv, yt);
               if constexpr (kPair) {
                 Load4(xt + 4, &in);
                 head_hi += in;
-                lane_out(head_hi, mid_hi, tail + 4, inv, yt + 4);
+                lane_out(head_hi, mid_hi, tail + 4, empty_tail, inv, yt + 4);
               }
+              tail += lanes;
+            };
+            // The growing steps' reciprocals from the table where it holds them (At's values).
+            const int64_t grow_end = from + divisors.GrowingSteps(from, to - from);
+            int64_t t = from;
+            if (const double* inv = divisors.GrowingReciprocals(from, grow_end - from)) {
+              for (inv -= from; t < grow_end; ++t) step(t, inv[t]);
             }
+            for (; t < grow_end; ++t) step(t, divisors.At(t));
+            for (; t < to; ++t) step(t, divisors.inv_window);
           }
           if (end - begin == B) {
             Sum* total = totals + slot(b) * lanes;
@@ -353,6 +367,7 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
         const int64_t from = part == 0 ? begin : switch_at, to = part == 0 ? switch_at : end;
         if (from >= to) continue;
         const Sum* tail = tails[(a0 + part) & 1] + blocks.TailOffset(from) * lanes;
+        const bool empty_tail = empty_tails[(a0 + part) & 1];
         const Sum* mid = middle[part];
         const int64_t grow_end = from + divisors.GrowingSteps(from, to - from);
         for (int64_t t = from; t < to; ++t, tail += lanes) {
@@ -362,7 +377,7 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
           T* yt = y + t * stride;
           for (int64_t l = l0; l < lanes; ++l) {
             head[l].Add(static_cast<double>(xt[l]));
-            Sum sum = tail[l];
+            Sum sum = empty_tail ? Sum() : tail[l];
             if constexpr (kMiddle) sum.Merge(mid[l]);
             sum.Merge(head[l]);
             yt[l] = RoundTo<T>(sum.Mean(inv, divisor));
