@@ -2,7 +2,7 @@
 // ComputeUnits beside a memcpy of the same bytes, a float -> double -> scaled -> float loop
 // (the conversions any float64-accumulating kernel needs) and the compute floor of a moving
 // average on this host (AVX2 hosts: running sums with independent units in vector lanes,
-// RunningSumFloor), timed interleaved in one process; then one packed lane with and without ids.
+// RunningSumFloor), timed interleaved in one process; then packed sequences with and without ids.
 //
 //   build/cma_core_bench [--quick]        (scripts/run core-bench builds and runs it)
 //
@@ -199,44 +199,51 @@ struct Case {
   cma::Edge edge;
 };
 
-// One packed lane, [1, 10^7, 1] with int32 ids of random lengths (uniform in [1, 2 x mean)): the
-// core with ids (ComputeSequences) beside the core without them on the same inputs.
-void PackedLane(int rounds, int calls) {
-  const int64_t n = 10'000'000;
-  std::mt19937 rng(2);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(n), y(n);
-  for (float& v : x) v = normal(rng);
-  std::vector<int32_t> ids(n);
+// Packed sequences, [1, 10^7, 1] and [64, 16384, 8] with int32 ids of random lengths (uniform in
+// [1, 2 x mean), each row cut on its own): the core with ids (ComputeSequences) beside the core
+// without them on the same inputs.
+void Packed(int rounds, int calls) {
   std::printf(
-      "\n| packed [1, 10000000, 1], mean length | W | edge | with ids ns/elem | without ids "
-      "ns/elem | with / without |\n|---:|---:|---|---:|---:|---:|\n");
-  for (const int64_t mean : {1000, 64, 3}) {
-    int32_t id = 0;
-    for (int64_t t = 0; t < n; ++id) {
-      const int64_t end =
-          std::min<int64_t>(n, t + 1 + static_cast<int64_t>(rng() % (2 * mean - 1)));
-      for (; t < end; ++t) ids[t] = id;
-    }
-    for (const int64_t w : {3, 16, 1024}) {
-      for (const cma::Edge e : {cma::Edge::kZeros, cma::Edge::kPartial}) {
-        cma::Call call{{1, n, 1}, cma::DType::kFloat32, w, e, x.data(), y.data()};
-        const cma::Plan plan = cma::MakeCpuPlan(call);
-        call.ids_kind = cma::Call::Ids::kInt32;
-        call.segment_ids = ids.data();
-        const std::function<void()> methods[] = {
-            [&] { cma::ComputeSequences<float>(call, 0, n); },
-            [&] { cma::ComputeUnits<float>(plan, x.data(), y.data(), 0, plan.num_units); }};
-        double best[2] = {1e30, 1e30};
-        for (int r = 0; r < rounds; ++r) {
-          for (int m = 0; m < 2; ++m) {
-            methods[m]();  // warm
-            best[m] = std::min(best[m], MedianSeconds(methods[m], calls));
-          }
+      "\n| packed shape | mean length | W | edge | with ids ns/elem | without ids ns/elem | with / "
+      "without |\n|---|---:|---:|---|---:|---:|---:|\n");
+  for (const cma::Geometry g : {cma::Geometry{1, 10'000'000, 1}, cma::Geometry{64, 16384, 8}}) {
+    const int64_t n = g.outer * g.steps * g.inner, positions = g.outer * g.steps;
+    std::mt19937 rng(2);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> x(n), y(n);
+    for (float& v : x) v = normal(rng);
+    std::vector<int32_t> ids(positions);
+    for (const int64_t mean : {1000, 64, 3}) {
+      for (int64_t row = 0; row < g.outer; ++row) {
+        int32_t id = 0;
+        for (int64_t t = 0; t < g.steps; ++id) {
+          const int64_t end =
+              std::min<int64_t>(g.steps, t + 1 + static_cast<int64_t>(rng() % (2 * mean - 1)));
+          for (; t < end; ++t) ids[row * g.steps + t] = id;
         }
-        std::printf("| %lld | %lld | %s | %.3f | %.3f | %.2f |\n", (long long)mean, (long long)w,
-                    cma::NameOf(e), best[0] * 1e9 / n, best[1] * 1e9 / n, best[0] / best[1]);
-        std::fflush(stdout);
+      }
+      for (const int64_t w : {3, 16, 1024}) {
+        for (const cma::Edge e : {cma::Edge::kZeros, cma::Edge::kPartial}) {
+          cma::Call call{g, cma::DType::kFloat32, w, e, x.data(), y.data()};
+          const cma::Plan plan = cma::MakeCpuPlan(call);
+          call.ids_kind = cma::Call::Ids::kInt32;
+          call.segment_ids = ids.data();
+          const std::function<void()> methods[] = {
+              [&] { cma::ComputeSequences<float>(call, 0, positions); },
+              [&] { cma::ComputeUnits<float>(plan, x.data(), y.data(), 0, plan.num_units); }};
+          double best[2] = {1e30, 1e30};
+          for (int r = 0; r < rounds; ++r) {
+            for (int m = 0; m < 2; ++m) {
+              methods[m]();  // warm
+              best[m] = std::min(best[m], MedianSeconds(methods[m], calls));
+            }
+          }
+          std::printf("| [%lld, %lld, %lld] | %lld | %lld | %s | %.3f | %.3f | %.2f |\n",
+                      (long long)g.outer, (long long)g.steps, (long long)g.inner, (long long)mean,
+                      (long long)w, cma::NameOf(e), best[0] * 1e9 / n, best[1] * 1e9 / n,
+                      best[0] / best[1]);
+          std::fflush(stdout);
+        }
       }
     }
   }
@@ -329,6 +336,6 @@ int main(int argc, char** argv) {
                 ns[2], floor_ns, ns[0] / ns[1], ns[0] / ns[2], core_over_floor);
     std::fflush(stdout);
   }
-  PackedLane(rounds, calls);
+  Packed(rounds, calls);
   return 0;
 }

@@ -54,10 +54,15 @@ def check_against_exact_sums(y, x, ids, window, edge, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("edge", EDGES)
-@pytest.mark.parametrize(("window", "mean_length"), [(1, 5), (3, 20), (40, 8), (300, 30)])
-def test_packed_sequences_match_each_sequence_alone(dtype, edge, window, mean_length):
+@pytest.mark.parametrize(
+    ("window", "mean_length", "channels"),
+    # 4 and 8 channels run sums held in vector registers; sequences shorter and longer than W.
+    [(1, 5, 2), (3, 20, 2), (40, 8, 2), (300, 30, 2), (100, 60, 8), (700, 300, 4)],
+)
+def test_packed_sequences_match_each_sequence_alone(dtype, edge, window, mean_length, channels):
     rng = np.random.default_rng([window, mean_length, len(dtype), len(edge)])
-    x = as_dtype(rng.normal(size=(3, 400, 2)) * 10.0 ** rng.integers(-3, 4, size=(3, 1, 2)), dtype)
+    x = rng.normal(size=(3, 400, channels)) * 10.0 ** rng.integers(-3, 4, size=(3, 1, channels))
+    x = as_dtype(x, dtype)
     ids = random_ids(rng, 3, 400, mean_length)
     y = cma.causal_moving_avg(x, window, edge=edge, segment_ids=ids).numpy()
     check_against_exact_sums(y, x, ids, window, edge, dtype)
