@@ -393,14 +393,14 @@ void CheckStreams(std::mt19937_64& rng) {
 template <typename T, typename Id>
 void CheckSegments(std::mt19937_64& rng) {
   std::normal_distribution<double> normal(100.0, 10.0);
-  struct Layout {
+  struct PackedRows {
     cma::Geometry g;
     uint64_t run;  // a new id after a step with probability 1 / run
   };
   for (const auto& [g, run] :
-       {Layout{{1, 400, 1}, 9}, Layout{{3, 120, 5}, 9}, Layout{{2, 90, 40}, 9},
-        Layout{{4, 1, 2}, 9}, Layout{{3, 30000, 1}, 9}, Layout{{2, 300, 4}, 9},
-        Layout{{2, 3000, 8}, 700}}) {
+       {PackedRows{{1, 400, 1}, 9}, PackedRows{{3, 120, 5}, 9}, PackedRows{{2, 90, 40}, 9},
+        PackedRows{{4, 1, 2}, 9}, PackedRows{{3, 30000, 1}, 9}, PackedRows{{2, 300, 4}, 9},
+        PackedRows{{2, 3000, 8}, 700}}) {
     for (const int64_t window : {1, 2, 7, 64, 1000}) {
       if (g.outer * g.steps * g.inner * window > 50'000'000) continue;  // the reference's cost
       for (const cma::Edge edge : {cma::Edge::kZeros, cma::Edge::kPartial}) {
