@@ -221,11 +221,14 @@ def series(draw):
 
 
 # CMA_PROPERTY_EXAMPLES=3000 for a thorough run (CI runs the default, with fixed examples).
-@settings(
+property_settings = settings(
     max_examples=int(os.environ.get("CMA_PROPERTY_EXAMPLES", "60")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
+
+
+@property_settings
 @given(case=series())
 def test_random_series_with_spikes_and_sentinels_meet_the_bound(case):
     x, window, edge, dtype, channels_last = case
@@ -241,6 +244,42 @@ def test_random_series_with_spikes_and_sentinels_meet_the_bound(case):
         else:
             got = op_path(x, window, edge)
         np.testing.assert_array_equal(got, y)
+
+
+@st.composite
+def packed_series(draw):
+    """series() cut into sequences by ids: lengths uniform in [1, 2 x mean) (1-step sequences,
+    runs of short ones, sequences longer than W), ids that may return to an earlier value."""
+    x, window, edge, dtype, _ = draw(series())
+    mean = draw(st.sampled_from([1, 3, 9, 16, 17, 64, 1000]))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    lanes, steps = x.shape
+    ids = np.empty((lanes, steps), np.int64)
+    for lane in range(lanes):
+        t, sequence = 0, 0
+        while t < steps:
+            end = min(steps, t + int(rng.integers(1, 2 * mean)))
+            ids[lane, t:end] = sequence % 3 if rng.random() < 0.2 else sequence
+            t, sequence = end, sequence + 1
+    return x, ids.astype(draw(st.sampled_from([np.int32, np.int64]))), window, edge, dtype
+
+
+@property_settings
+@given(case=packed_series())
+def test_random_packed_sequences_meet_the_bound_within_each_sequence(case):
+    """Each sequence's outputs meet the bound against its own exact means (its windows cut at its
+    start), as if it were a series of its own; the op gives the NumPy binding's bits."""
+    x, ids, window, edge, dtype = case
+    y = cma.numpy_causal_moving_avg(x, window=window, axis=1, edge=edge, segment_ids=ids)
+    for lane in range(x.shape[0]):
+        starts = np.flatnonzero(np.diff(ids[lane]) != 0) + 1
+        for begin, end in zip(np.r_[0, starts], np.r_[starts, x.shape[1]], strict=True):
+            piece = slice(begin, end)
+            bad = violations(y[lane : lane + 1, piece], x[lane : lane + 1, piece], window, edge, dtype)
+            assert bad == [], (lane, begin, end)
+    if x.shape[1] <= 2000:
+        got = cma.causal_moving_avg(tf.constant(x), window, axis=1, edge=edge, segment_ids=ids)
+        np.testing.assert_array_equal(got.numpy(), y)
 
 
 @pytest.mark.parametrize("lanes", [2, 3, 4, 8])

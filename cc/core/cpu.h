@@ -159,7 +159,8 @@ inline void ComputeUnitRange(const Plan& plan, const T* x, T* y, int64_t begin, 
 // (row * steps + step), each a call of its own (a fresh start). A sequence that such a call would
 // compute as one unit (all lanes, one span) is that unit, without a plan (one lane in a single
 // block: OneBlockMeans), and one lane's short windows take all its sequences in one pass
-// (PackedDirectMeans): the same bits, less set-up per sequence.
+// (PackedDirectMeans), as do its runs of sequences no longer than kShortWindowMax under longer
+// windows: the same bits, less set-up per sequence.
 template <typename T, typename Id>
 inline void ComputeSequencesFrom(const Call& call, const Id* all_ids, int64_t p0, int64_t p1) {
   std::vector<SplitSumOf<T>> scratch;
@@ -204,16 +205,29 @@ inline void ComputeSequencesFrom(const Call& call, const Id* all_ids, int64_t p0
     int64_t begin = from == 0 ? 0 : NextStart(ids, from, steps);
 #if !defined(__CUDA_ARCH__)  // host code (CUDA sources that include this file compile it twice)
     // One lane summed directly: every sequence of the range in one pass, the same bits.
-    if (std::is_same_v<SplitSumOf<T>, PlainSum> && inner == 1 && DirectSumsFor(1, call.window) &&
-        begin < to) {
-      const int64_t end = to == steps ? steps : NextStart(ids, to, steps);
+    const bool one_lane_direct = std::is_same_v<SplitSumOf<T>, PlainSum> && inner == 1;
+    const auto packed_direct = [&](int64_t run_begin, int64_t run_end, int64_t summed) {
       PackedDirectMeans(static_cast<const T*>(call.x) + row * steps,
-                        static_cast<T*>(call.y) + row * steps, ids, begin, end, divisors);
+                        static_cast<T*>(call.y) + row * steps, ids, run_begin, run_end, summed,
+                        divisors);
+    };
+    if (one_lane_direct && DirectSumsFor(1, call.window) && begin < to) {
+      packed_direct(begin, to == steps ? steps : NextStart(ids, to, steps), call.window);
       continue;
     }
 #endif
     while (begin < to) {
-      const int64_t end = NextStart(ids, begin + 1, steps);
+      int64_t end = NextStart(ids, begin + 1, steps);
+#if !defined(__CUDA_ARCH__)
+      // Under a longer W, one lane's consecutive sequences of at most kShortWindowMax steps are
+      // summed directly too (each its DirectMeans), in one pass.
+      if (one_lane_direct && end - begin <= kShortWindowMax) {
+        end = ShortSequencesEnd(ids, begin, to, steps);
+        packed_direct(begin, end, kShortWindowMax);
+        begin = end;
+        continue;
+      }
+#endif
       compute(row, begin, end);
       begin = end;
     }

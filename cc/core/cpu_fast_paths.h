@@ -20,20 +20,19 @@ namespace causal_moving_avg {
 // cost less than the split windows' work per block (split_windows.h).
 constexpr int64_t kShortWindowMax = 16;
 
-// A chunk's starts as bits (bit k: a sequence starts at step t + k, t >= 1), for ids of type Id:
-// a loop the compiler vectorises; the rule is SequenceIds::StartsAt's.
-template <typename Id>
-inline uint64_t StartsInChunk(const Id* ids, int64_t t) {
-  uint64_t bits = 0;
-  for (int64_t k = 0; k < 64; ++k) bits |= static_cast<uint64_t>(ids[t + k] != ids[t + k - 1]) << k;
-  return bits;
-}
-
-// The first step s in [t, steps) (t >= 1) where a sequence starts, or steps.
+// The first step s in [t, steps) (t >= 1) where a sequence starts (SequenceIds::StartsAt's rule:
+// its id differs from the step before's), or steps. A start close to t is found step by step;
+// further on, chunks of 64 steps are checked by an OR of the ids' differences (a loop the
+// compiler vectorises without widening), and only the chunk holding the start is searched.
 template <typename Id>
 inline int64_t NextStart(const Id* ids, int64_t t, int64_t steps) {
+  for (const int64_t near = Min64(steps, t + 8); t < near; ++t) {
+    if (ids[t] != ids[t - 1]) return t;
+  }
   for (; t + 64 <= steps; t += 64) {
-    if (const uint64_t bits = StartsInChunk(ids, t)) return t + __builtin_ctzll(bits);
+    Id differ = 0;
+    for (int64_t k = 0; k < 64; ++k) differ |= ids[t + k] ^ ids[t + k - 1];
+    if (differ != 0) break;
   }
   for (; t < steps; ++t) {
     if (ids[t] != ids[t - 1]) return t;
@@ -236,52 +235,53 @@ inline void DirectMeansOfLanes(const T* __restrict__ x, T* __restrict__ y, int64
 }
 
 // DirectMeans of every sequence of a one-lane row with ids in one pass over steps [begin, end)
-// (`begin` starts a sequence, `end` starts one or ends the row; W <= kShortWindowMax), so short
-// sequences cost no set-up each. Chunks of steps whose windows hold no sequence start run
-// ShortWindowMeans; in the others each window is summed newest input first, four steps at a
-// time, its terms from before the sequence's start replaced by -0.0 (which leaves a sum
-// unchanged), and a window that reaches back to its start gets +0.0 added last, as DirectMeans
-// starts those sums from +0.0 (the only difference: the sign of an all-zero sum). The same bits
-// as DirectMeans on each sequence alone. `divisors` are a fresh start's (a call with ids is
-// never a stream), so divisors.At(k) is what a sequence's step k divides by.
+// (`begin` starts a sequence, `end` starts one or ends the row), so short sequences cost no set-up
+// each. `summed` is how many inputs a window holds at most: W <= kShortWindowMax, or
+// kShortWindowMax under a longer W where no sequence of the range is longer (each window then
+// holds its sequence's inputs from its start). Runs of steps whose windows hold no sequence start
+// run ShortWindowMeans; in chunks of the others each window is summed newest input first, four
+// steps at a time, its terms from before the sequence's start replaced by -0.0 (which leaves a
+// sum unchanged), and a window that reaches back to its start gets +0.0 added last, as
+// DirectMeans starts those sums from +0.0 (the only difference: the sign of an all-zero sum). The
+// same bits as DirectMeans on each sequence alone. `divisors` are a fresh start's (a call with
+// ids is never a stream), so divisors.At(k) is what a sequence's step k divides by.
 template <typename T, typename Id>
 inline void PackedDirectMeans(const T* __restrict__ x, T* __restrict__ y,
                               const Id* __restrict__ ids, int64_t begin, int64_t end,
-                              const InverseDivisors<double>& divisors) {
+                              int64_t summed, const InverseDivisors<double>& divisors) {
   constexpr int64_t kChunk = 64, kLead = kShortWindowMax - 1;
-  const int64_t window = divisors.window;
   double inverse[kShortWindowMax];  // what a sequence's step k divides by, taken once per call
-  for (int64_t k = 0; k < window; ++k) inverse[k] = divisors.At(k);
-  // A masked chunk's steps t - (W - 1) ... t + n - 1: inputs as float64, and -1 where a sequence
-  // starts (at `begin` and before it: nothing before `begin` is summed).
+  for (int64_t k = 0; k < summed; ++k) inverse[k] = divisors.At(k);
+  // A masked chunk's steps t - (summed - 1) ... t + n - 1: inputs as float64, and -1 where a
+  // sequence starts (at `begin` and before it: nothing before `begin` is summed).
   alignas(32) double converted[kLead + kChunk + 3];
   alignas(32) int64_t starts[kLead + kChunk + 3];
   const Float64x4 negative_zero = {-0.0, -0.0, -0.0, -0.0};
   const Int64x4 sign = {INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN};
   const auto masked_chunk = [&](int64_t t, int64_t n, auto partial) {
-    const int64_t first = t - (window - 1);
-    const int64_t lead = Min64(n + window - 1, Max64(0, begin + 1 - first));
+    const int64_t first = t - (summed - 1);
+    const int64_t lead = Min64(n + summed - 1, Max64(0, begin + 1 - first));
     for (int64_t i = 0; i < lead; ++i) {
       converted[i] = first + i == begin ? static_cast<double>(x[begin]) : 0.0;
       starts[i] = -1;
     }
-    for (int64_t i = lead; i < n + window - 1; ++i) {
+    for (int64_t i = lead; i < n + summed - 1; ++i) {
       converted[i] = static_cast<double>(x[first + i]);
       starts[i] = -static_cast<int64_t>(ids[first + i] != ids[first + i - 1]);
     }
-    for (int64_t i = n + window - 1; i < n + window + 2; ++i) {
+    for (int64_t i = n + summed - 1; i < n + summed + 2; ++i) {
       converted[i] = 0.0;
       starts[i] = -1;
     }
     for (int64_t k = 0; k < n; k += 4) {
-      const double* newest = converted + k + window - 1;
-      const int64_t* cut = starts + k + window - 1;
+      const double* newest = converted + k + summed - 1;
+      const int64_t* cut = starts + k + summed - 1;
       Float64x4 sum, term;
       Int64x4 alive, start, count = {1, 1, 1, 1};
       std::memcpy(&sum, newest, sizeof sum);
       std::memcpy(&start, cut, sizeof start);
       alive = ~start;  // the window still holds its sequence's inputs
-      for (int64_t j = 1; j < window; ++j) {
+      for (int64_t j = 1; j < summed; ++j) {
         std::memcpy(&term, newest - j, sizeof term);
         sum += alive != 0 ? term : negative_zero;
         if constexpr (decltype(partial)::value) count -= alive;
@@ -303,16 +303,44 @@ inline void PackedDirectMeans(const T* __restrict__ x, T* __restrict__ y,
       }
     }
   };
-  for (int64_t t = begin; t < end; t += kChunk) {
-    const int64_t n = Min64(kChunk, end - t);
-    if (t - window >= begin && NextStart(ids, t - window + 1, t + n) == t + n) {
-      ShortWindowMeans(x, y, t, t + n, window, divisors.inv_window);
-    } else if (divisors.edge == Edge::kPartial) {
+  const bool runs = summed == divisors.window;  // under a longer W no window is free of a start
+  for (int64_t t = begin; t < end;) {
+    int64_t n = Min64(kChunk, end - t);
+    if (runs && t - summed >= begin) {
+      // Steps [t, s) before the next start s at or after t - summed + 1 hold no start in their
+      // windows: one run of ShortWindowMeans (each output summed alone, so where runs are cut
+      // does not change a bit).
+      const int64_t s = NextStart(ids, t - summed + 1, end);
+      if (s > t) {
+        ShortWindowMeans(x, y, t, s, summed, divisors.inv_window);
+        t = s;
+        continue;
+      }
+    }
+    if (divisors.edge == Edge::kPartial) {
       masked_chunk(t, n, std::true_type{});
     } else {
       masked_chunk(t, n, std::false_type{});
     }
+    t += n;
   }
+}
+
+// The end of one lane's run of sequences of at most kShortWindowMax steps from `begin` (a start):
+// the start of the first longer sequence, or the first start at or after `to`, or `steps`.
+template <typename Id>
+inline int64_t ShortSequencesEnd(const Id* ids, int64_t begin, int64_t to, int64_t steps) {
+  int64_t length = 1;  // steps so far of the sequence holding step t
+  int64_t t = begin + 1;
+  for (; t < to; ++t) {  // no branch on a start: they come at random
+    length = ids[t] != ids[t - 1] ? 1 : length + 1;
+    if (length > kShortWindowMax) return t - kShortWindowMax;
+  }
+  for (; t < steps; ++t) {  // the last sequence that starts before `to`
+    if (ids[t] != ids[t - 1]) return t;
+    if (++length > kShortWindowMax) return t - kShortWindowMax;
+  }
+  return steps;
 }
 
 // A stream's head (stream.h, x's first n = min(W - 1, steps) steps) summed straight from its
