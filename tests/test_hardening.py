@@ -85,6 +85,8 @@ for shape in [(1, 70_000, 1), (3, 5000, 8), (2, 4000, 4), (2, 3000, 300), (4, 10
     x = rng.standard_normal(shape) * 100
     x.flat[::7919] = np.nan
     x.flat[3::10007] = 1e-300
+    # one lane packed in sequences of mean 5 and 100 steps
+    packed = [np.cumsum(rng.random(shape[:2]) < rate, axis=1) for rate in (0.2, 0.01)]
     for name in _numpy_core.DTYPES:
         typed = x.astype(ml_dtypes.bfloat16 if name == "bfloat16" else name)
         for window in (1, 3, 4, 7, 300, 40_000):
@@ -92,9 +94,8 @@ for shape in [(1, 70_000, 1), (3, 5000, 8), (2, 4000, 4), (2, 3000, 300), (4, 10
                 digest.update(_numpy_core.causal_moving_avg(typed, window, 1, edge).tobytes())
                 if name == "float32" and window in (3, 300):
                     digest.update(cma.causal_moving_avg(typed, window, 1, edge).numpy().tobytes())
-                if shape[2] == 1 and window in (3, 300):  # packed sequences of mean 5 and 100 steps
-                    for rate in (0.2, 0.01):
-                        ids = np.cumsum(rng.random(shape[:2]) < rate, axis=1)
+                if shape[2] == 1 and window in (3, 300):
+                    for ids in packed:
                         y = cma.numpy_causal_moving_avg(typed, window, 1, edge, segment_ids=ids)
                         digest.update(y.tobytes())
 print(_numpy_core.cpu_version(), cma.build_info()["cpu_version"], digest.hexdigest())
