@@ -8,7 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 import causal_moving_avg as cma
-from timing import time_call
+from timing import time_call, time_pair
 
 
 def packed_ids(rng, rows, steps, mean_length):
@@ -44,10 +44,8 @@ def sequence_rows(quick, repeats, min_seconds):
             ids_tensor, lengths_tensor = tf.constant(ids), tf.constant(lengths)
             for window in (3, 1024):
                 with_ids = functools.partial(cma.causal_moving_avg, x, window, segment_ids=ids_tensor)
-                packed, count = time_call(with_ids, repeats, min_seconds)
-                plain, _ = time_call(
-                    functools.partial(cma.causal_moving_avg, x, window), repeats, min_seconds
-                )
+                without_ids = functools.partial(cma.causal_moving_avg, x, window)
+                packed, plain, count = time_pair(with_ids, without_ids, repeats, min_seconds)
                 unpack = functools.partial(unpack_pad_gather, x, lengths_tensor, window)
                 unpacked, _ = time_call(unpack, max(3, repeats // 3), min_seconds)
                 name = f"packed, mean length {mean_length}"

@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 import causal_moving_avg as cma
-from timing import time_call
+from timing import time_call, time_pair
 
 
 def _row(name, shape, window, median, peer_name, peer_median, calls):
@@ -33,8 +33,8 @@ def chunked_rows(shapes, windows, repeats, min_seconds):
         for window in windows:
             state = cma.stream_state(x, window=window)  # as if x had been seen once already
             chunk = lambda x=x, w=window, s=state: cma.causal_moving_avg(x, w, initial_state=s)  # noqa: E731
-            with_state, count = time_call(chunk, repeats, min_seconds)
-            without, _ = time_call(lambda x=x, w=window: cma.causal_moving_avg(x, w), repeats, min_seconds)
+            plain = lambda x=x, w=window: cma.causal_moving_avg(x, w)  # noqa: E731
+            with_state, without, count = time_pair(chunk, plain, repeats, min_seconds)
             rows.append(
                 _row(
                     "chunk with a state", shape, window, with_state, "the op without a state", without, count

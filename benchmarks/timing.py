@@ -27,6 +27,26 @@ def time_call(fn, repeats, min_seconds=0.0, max_seconds=3.0):
     return statistics.median(samples), len(samples)
 
 
+def time_pair(fn, peer, repeats, min_seconds=0.0):
+    """Median seconds of one call of `fn` and of `peer`, their calls alternated (after a warm-up
+    call of each), so that a shared host's slow spells fall on both: for the ratio of the two.
+    Returns (fn's median, peer's median, calls of each)."""
+    for f in (fn, peer):
+        result = f()
+        if hasattr(result, "numpy"):
+            result.numpy()
+    samples = ([], [])
+    start = time.perf_counter()
+    while len(samples[0]) < repeats or (
+        time.perf_counter() - start < min_seconds and len(samples[0]) < 20 * repeats
+    ):
+        for f, times in zip((fn, peer), samples, strict=True):
+            begin = time.perf_counter()
+            f()
+            times.append(time.perf_counter() - begin)
+    return statistics.median(samples[0]), statistics.median(samples[1]), len(samples[0])
+
+
 def host():
     """The CPU model and its widest vector extension, as /proc/cpuinfo names them: ratios measured
     on one host do not carry over to another."""

@@ -106,6 +106,53 @@ def test_each_sequence_equals_a_call_on_it_alone(edge, dtype, channels, window):
             )
 
 
+def one_lane_with_specials(rng, steps, dtype, share, negative_zeros):
+    """[1, steps, 1] of values over seven orders of magnitude, `share` of them the values real
+    series carry (NaN, Inf, the largest finite value, sentinels, subnormals, signed zeros), and a
+    run of -0.0 (how a sum starts shows in its sign)."""
+    finite_max = float(np.finfo(np.float16).max) if dtype == "float16" else 3e38
+    specials = [np.nan, np.inf, -np.inf, finite_max, 1e9, -999999.0, 1e-40, 0.0, -0.0]
+    x = rng.normal(size=(1, steps, 1)) * 10.0 ** rng.integers(-3, 4, size=(1, steps, 1))
+    picked = rng.random((1, steps, 1)) < share
+    x[picked] = rng.choice(specials, size=int(picked.sum()))
+    x[0, negative_zeros] = -0.0
+    return as_dtype(x, dtype)
+
+
+def assert_each_sequence_is_a_call_on_it_alone(x, ids, window, edge):
+    """x: [1, steps, 1]. Each sequence's NumPy outputs have the bits of a NumPy call on it alone, and
+    the eager op (int32 ids) the bits of NumPy's."""
+    y = cma.numpy_causal_moving_avg(x, window, edge=edge, segment_ids=ids)
+    for begin, end in sequences_of(ids[0]):
+        alone = cma.numpy_causal_moving_avg(x[:, begin:end], window, edge=edge)
+        assert same_bits(y[:, begin:end], alone), (begin, end)
+    eager = cma.causal_moving_avg(x, window, edge=edge, segment_ids=ids.astype(np.int32)).numpy()
+    assert same_bits(eager, y)
+
+
+@pytest.mark.parametrize("edge", EDGES)
+@pytest.mark.parametrize(
+    ("dtype", "window"), [("float32", 2), ("float32", 3), ("float32", 16), ("float16", 7)]
+)
+def test_a_long_row_of_long_sequences_equals_each_sequence_alone(edge, dtype, window):
+    # One channel, sequences of tens to thousands of steps (a start on every kind of step: near
+    # multiples of 2^10 and 2^12 too, and sequences shorter than W among them), with spikes,
+    # sentinels, NaN/Inf and -0.0 runs: each sequence's bits are those of a call on it alone.
+    rng = np.random.default_rng([window, len(edge), len(dtype), 11])
+    steps = 60_000
+    cuts = set(np.cumsum(rng.integers(20, 3000, size=80)).tolist())
+    for k in range(1, 14):
+        cuts.update(4096 * k + d for d in (-window - 1, -1, 0, 1, window))
+        cuts.update(1024 * k + d for d in rng.integers(-20, 20, size=2).tolist())
+    cuts.update([31000, 31001, 31002])  # 1-step sequences
+    starts = sorted(c for c in cuts if 0 < c < steps)
+    ids = np.zeros((1, steps), np.int32)
+    for begin in starts:
+        ids[0, begin:] += 1 + (begin % 2)
+    x = one_lane_with_specials(rng, steps, dtype, 0.005, slice(8190, 8300))
+    assert_each_sequence_is_a_call_on_it_alone(x, ids, window, edge)
+
+
 @pytest.mark.parametrize("edge", EDGES)
 @pytest.mark.parametrize(
     ("dtype", "window"),
@@ -123,19 +170,8 @@ def test_a_long_row_of_short_and_long_sequences_equals_each_sequence_alone(edge,
         value = (value + int(rng.integers(1, 3))) % 3
         ids[0, t : t + length] = value
         t += length
-    finite_max = float(np.finfo(np.float16).max) if dtype == "float16" else 3e38
-    specials = [np.nan, np.inf, -np.inf, finite_max, 1e9, -999999.0, 1e-40, 0.0, -0.0]
-    x = rng.normal(size=(1, steps, 1)) * 10.0 ** rng.integers(-3, 4, size=(1, steps, 1))
-    picked = rng.random((1, steps, 1)) < 0.02
-    x[picked] = rng.choice(specials, size=int(picked.sum()))
-    x[0, 5000:5400] = -0.0
-    x = as_dtype(x, dtype)
-    y = cma.numpy_causal_moving_avg(x, window, edge=edge, segment_ids=ids)
-    for begin, end in sequences_of(ids[0]):
-        alone = cma.numpy_causal_moving_avg(x[:, begin:end], window, edge=edge)
-        assert same_bits(y[:, begin:end], alone), (begin, end)
-    eager = cma.causal_moving_avg(x, window, edge=edge, segment_ids=ids.astype(np.int32)).numpy()
-    assert same_bits(eager, y)
+    x = one_lane_with_specials(rng, steps, dtype, 0.02, slice(5000, 5400))
+    assert_each_sequence_is_a_call_on_it_alone(x, ids, window, edge)
 
 
 def test_a_nan_stays_in_its_sequence():

@@ -236,27 +236,33 @@ inline void DirectMeansOfLanes(const T* __restrict__ x, T* __restrict__ y, int64
 
 // DirectMeans of every sequence of a one-lane row with ids in one pass over steps [begin, end)
 // (`begin` starts a sequence, `end` starts one or ends the row), so short sequences cost no set-up
-// each. `summed` is how many inputs a window holds at most: W <= kShortWindowMax, or
-// kShortWindowMax under a longer W where no sequence of the range is longer (each window then
-// holds its sequence's inputs from its start). Runs of steps whose windows hold no sequence start
-// run ShortWindowMeans; in chunks of the others each window is summed newest input first, four
-// steps at a time, its terms from before the sequence's start replaced by -0.0 (which leaves a
-// sum unchanged), and a window that reaches back to its start gets +0.0 added last, as
-// DirectMeans starts those sums from +0.0 (the only difference: the sign of an all-zero sum). The
-// same bits as DirectMeans on each sequence alone. `divisors` are a fresh start's (a call with
-// ids is never a stream), so divisors.At(k) is what a sequence's step k divides by.
+// each: the same bits as DirectMeans on each sequence alone. `summed` is how many inputs a window
+// holds at most: W <= kShortWindowMax, or kShortWindowMax under a longer W where no sequence of
+// the range is longer (each window then holds its sequence's inputs from its start). `divisors`
+// are a fresh start's (a call with ids is never a stream), so divisors.At(k) is what a sequence's
+// step k divides by.
+//
+// Two ways, chosen per piece of kPiece steps by how many sequences start in it:
+// - long sequences (summed == W): every output past `begin`'s first W by ShortWindowMeans (windows
+//   that cross a start too), then each sequence's first W steps summed again from its start
+//   (`fill`), overwriting those;
+// - short ones, in masked chunks: each window summed newest input first, four steps at a time,
+//   its terms from before the sequence's start replaced by -0.0 (which leaves a sum unchanged).
+// A window that reaches back to its start gets +0.0 added last, as DirectMeans starts those sums
+// from +0.0 (the only difference: the sign of an all-zero sum).
 template <typename T, typename Id>
 inline void PackedDirectMeans(const T* __restrict__ x, T* __restrict__ y,
                               const Id* __restrict__ ids, int64_t begin, int64_t end,
                               int64_t summed, const InverseDivisors<double>& divisors) {
   constexpr int64_t kChunk = 64, kLead = kShortWindowMax - 1;
-  double inverse[kShortWindowMax];  // what a sequence's step k divides by, taken once per call
-  for (int64_t k = 0; k < summed; ++k) inverse[k] = divisors.At(k);
+  alignas(32) double inverse[kShortWindowMax];  // what a sequence's step k divides by, once a call
+  for (int64_t k = 0; k < kShortWindowMax; ++k) inverse[k] = divisors.At(k);
+  const Float64x4 negative_zero = {-0.0, -0.0, -0.0, -0.0};
+  const Float64x4 positive_zero = {0.0, 0.0, 0.0, 0.0};
   // A masked chunk's steps t - (summed - 1) ... t + n - 1: inputs as float64, and -1 where a
   // sequence starts (at `begin` and before it: nothing before `begin` is summed).
   alignas(32) double converted[kLead + kChunk + 3];
   alignas(32) int64_t starts[kLead + kChunk + 3];
-  const Float64x4 negative_zero = {-0.0, -0.0, -0.0, -0.0};
   const Int64x4 sign = {INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN};
   const auto masked_chunk = [&](int64_t t, int64_t n, auto partial) {
     const int64_t first = t - (summed - 1);
@@ -303,26 +309,94 @@ inline void PackedDirectMeans(const T* __restrict__ x, T* __restrict__ y,
       }
     }
   };
-  const bool runs = summed == divisors.window;  // under a longer W no window is free of a start
-  for (int64_t t = begin; t < end;) {
-    int64_t n = Min64(kChunk, end - t);
-    if (runs && t - summed >= begin) {
-      // Steps [t, s) before the next start s at or after t - summed + 1 hold no start in their
-      // windows: one run of ShortWindowMeans (each output summed alone, so where runs are cut
-      // does not change a bit).
-      const int64_t s = NextStart(ids, t - summed + 1, end);
-      if (s > t) {
-        ShortWindowMeans(x, y, t, s, summed, divisors.inv_window);
-        t = s;
-        continue;
+  const auto masked_range = [&](int64_t from, int64_t to) {
+    for (int64_t t = from; t < to; t += kChunk) {
+      if (divisors.edge == Edge::kPartial) {
+        masked_chunk(t, Min64(kChunk, to - t), std::true_type{});
+      } else {
+        masked_chunk(t, Min64(kChunk, to - t), std::false_type{});
       }
     }
-    if (divisors.edge == Edge::kPartial) {
-      masked_chunk(t, n, std::true_type{});
-    } else {
-      masked_chunk(t, n, std::false_type{});
+  };
+  if (summed < divisors.window) return masked_range(begin, end);  // no window free of a start
+  // Steps [from, min(to, s + summed)) of the sequence that starts at s, each summed from s newest
+  // input first: four steps per vector where the loads stay inside the range (terms before s
+  // replaced by -0.0, +0.0 added last, as in masked_chunk), else one by one as DirectMeans does.
+  const Int64x4 lane = {0, 1, 2, 3};
+  const auto fill = [&](int64_t s, int64_t from, int64_t to) {
+    const int64_t stop = Min64(to, s + summed);
+    if (from == s && s >= 3) {
+      for (int64_t k0 = 0; s + k0 < stop && s + k0 + 4 <= end; k0 += 4) {
+        Float64x4 sum, term = positive_zero, inv;  // (initialised: GCC's warning on Load4)
+        Load4(x + s + k0, &sum);
+        for (int64_t j = 1; j <= k0 + 3; ++j) {
+          Load4(x + s + k0 - j, &term);
+          sum += lane + k0 >= j ? term : negative_zero;
+        }
+        sum += positive_zero;
+        std::memcpy(&inv, inverse + k0, sizeof inv);
+        sum *= inv;
+        const int64_t count = Min64(4, stop - (s + k0));
+        if (count == 4) {
+          Narrow4(&sum, y + s + k0);
+        } else {
+          for (int64_t i = 0; i < count; ++i) y[s + k0 + i] = RoundTo<T>(sum[i]);
+        }
+        from = s + k0 + count;
+      }
     }
-    t += n;
+    for (int64_t t = from; t < stop; ++t) {
+      double sum = 0.0;
+      for (int64_t j = t; j >= s; --j) sum += static_cast<double>(x[j]);
+      y[t] = RoundTo<T>(sum * inverse[t - s]);
+    }
+  };
+  // Pieces stay in L1 between their passes; their starts are read into bit masks (32 steps a
+  // word: a loop the compiler vectorises without widening).
+  constexpr int64_t kPiece = 1024;
+  constexpr int64_t kLongSequenceSteps = 24;  // below this mean length, masked chunks cost less
+  uint32_t start_bits[kPiece / 32];
+  for (int64_t p = begin; p < end; p += kPiece) {
+    const int64_t q = Min64(end, p + kPiece), n = q - p, words = (n + 31) / 32;
+    // The hardware's prefetch stops at page boundaries, about a piece of float32 steps.
+    const int64_t ahead = Min64(end, q + kPiece);
+    for (int64_t k = q; k < ahead; k += 64 / sizeof(Id)) __builtin_prefetch(ids + k);
+    for (int64_t k = q; k < ahead; k += 64 / sizeof(T)) __builtin_prefetch(x + k);
+    int64_t starts_in_piece = 0;
+    for (int64_t w = 0; w < words; ++w) {
+      const Id* id = ids + p + 32 * w;
+      uint32_t mask = 0;
+      if (32 * w + 32 <= n && (p > begin || w > 0)) {
+        for (int k = 0; k < 32; ++k) mask |= static_cast<uint32_t>(id[k] != id[k - 1]) << k;
+      } else {
+        for (int64_t k = 0; k < 32 && p + 32 * w + k < q; ++k) {
+          if (p + 32 * w + k > begin && id[k] != id[k - 1]) mask |= uint32_t{1} << k;
+        }
+      }
+      start_bits[w] = mask;
+      starts_in_piece += __builtin_popcount(mask);
+    }
+    if (starts_in_piece * kLongSequenceSteps > n) {
+      masked_range(p, q);
+      continue;
+    }
+    const int64_t full = Max64(p, begin + summed);
+    if (full < q) ShortWindowMeans(x, y, full, q, summed, divisors.inv_window);
+    // The sequence that holds step p: its first W steps from p on (found within W steps back).
+    int64_t carried = Max64(begin, p - summed);
+    for (int64_t t = p - 1; t > carried; --t) {
+      if (ids[t] != ids[t - 1]) {
+        carried = t;
+        break;
+      }
+    }
+    fill(carried, p, q);
+    for (int64_t w = 0; w < words; ++w) {
+      for (uint32_t mask = start_bits[w]; mask != 0; mask &= mask - 1) {
+        const int64_t s = p + 32 * w + __builtin_ctz(mask);
+        fill(s, s, q);
+      }
+    }
   }
 }
 
