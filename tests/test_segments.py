@@ -146,7 +146,7 @@ def test_a_long_row_of_long_sequences_equals_each_sequence_alone(edge, dtype, wi
         cuts.update(1024 * k + d for d in rng.integers(-20, 20, size=2).tolist())
     cuts.update([31000, 31001, 31002])  # 1-step sequences
     starts = sorted(c for c in cuts if 0 < c < steps)
-    ids = np.zeros((1, steps), np.int32)
+    ids = np.zeros((1, steps), np.int64)
     for begin in starts:
         ids[0, begin:] += 1 + (begin % 2)
     x = one_lane_with_specials(rng, steps, dtype, 0.005, slice(8190, 8300))

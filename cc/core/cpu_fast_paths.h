@@ -243,9 +243,9 @@ inline void DirectMeansOfLanes(const T* __restrict__ x, T* __restrict__ y, int64
 // step k divides by.
 //
 // Two ways, chosen per piece of kPiece steps by how many sequences start in it:
-// - long sequences (summed == W): every output past `begin`'s first W by ShortWindowMeans (windows
-//   that cross a start too), then each sequence's first W steps summed again from its start
-//   (`fill`), overwriting those;
+// - long sequences (summed == W): the piece's outputs (past `begin`'s first W) by ShortWindowMeans
+//   (windows that cross a start too), then each sequence's first W steps in the piece summed again
+//   from its start (`fill`), overwriting those;
 // - short ones, in masked chunks: each window summed newest input first, four steps at a time,
 //   its terms from before the sequence's start replaced by -0.0 (which leaves a sum unchanged).
 // A window that reaches back to its start gets +0.0 added last, as DirectMeans starts those sums
@@ -320,8 +320,9 @@ inline void PackedDirectMeans(const T* __restrict__ x, T* __restrict__ y,
   };
   if (summed < divisors.window) return masked_range(begin, end);  // no window free of a start
   // Steps [from, min(to, s + summed)) of the sequence that starts at s, each summed from s newest
-  // input first: four steps per vector where the loads stay inside the range (terms before s
-  // replaced by -0.0, +0.0 added last, as in masked_chunk), else one by one as DirectMeans does.
+  // input first: four steps per vector where the loads (3 steps before s to 3 after the last
+  // step) stay inside the row and before `end` (terms before s replaced by -0.0, +0.0 added last,
+  // as in masked_chunk), else one by one as DirectMeans does.
   const Int64x4 lane = {0, 1, 2, 3};
   const auto fill = [&](int64_t s, int64_t from, int64_t to) {
     const int64_t stop = Min64(to, s + summed);
@@ -382,7 +383,8 @@ inline void PackedDirectMeans(const T* __restrict__ x, T* __restrict__ y,
     }
     const int64_t full = Max64(p, begin + summed);
     if (full < q) ShortWindowMeans(x, y, full, q, summed, divisors.inv_window);
-    // The sequence that holds step p: its first W steps from p on (found within W steps back).
+    // The last start before p, if its first W steps reach p: those from p on (a start at p is
+    // filled after it, overwriting them).
     int64_t carried = Max64(begin, p - summed);
     for (int64_t t = p - 1; t > carried; --t) {
       if (ids[t] != ids[t - 1]) {
