@@ -116,8 +116,9 @@ inline void ComputeLanes(const T* ux, T* uy, int64_t stride, int64_t lanes, int6
                          const SplitLayout& layout, SplitSumOf<T>* scratch) {
 #if !defined(__CUDA_ARCH__)  // host code (CUDA sources that include this file compile it twice)
   using Sum = SplitSumOf<T>;
-  if (std::is_same_v<Sum, PlainSum> && DirectSumsFor(lanes, summed)) {
-    DirectMeansOfLanes(ux, uy, stride, lanes, t0, t1, summed, divisors);
+  // Direct sums read the unit's lanes and steps as one flat array: all of a row's lanes.
+  if (std::is_same_v<Sum, PlainSum> && stride == lanes && DirectSumsFor(lanes, summed)) {
+    DirectMeans(ux, uy, t0, t1, summed, divisors, lanes);
   } else {
     SplitWindowMeans(ux, uy, stride, lanes, t0, t1, summed, divisors, layout, scratch);
   }

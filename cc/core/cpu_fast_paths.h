@@ -85,43 +85,51 @@ inline void Narrow4(const Float64x4* v, T* y) {
   for (int i = 0; i < 4; ++i) y[i] = RoundTo<T>((*v)[i]);
 }
 
-// Lanes padded to whole vectors of four.
-inline int64_t PaddedToVectors(int64_t lanes) { return (lanes + 3) / 4 * 4; }
+// Most lanes that direct sums advance side by side.
+constexpr int64_t kDirectLanesMax = 16;
 
-template <int64_t kWindow, typename T, typename Acc>
-inline void ShortWindowMeansFixed(const T* __restrict__ x, T* __restrict__ y, int64_t t0,
-                                  int64_t t1, Acc inv_window) {
+// Means over the positions [i0, i1) of a contiguous array whose window terms lie `lag` positions
+// apart (1: the steps of one sequence; L: L lanes side by side, so a position's terms are its
+// lane's earlier steps), every window full (i0 >= (W - 1) lag): kWindow = W terms summed newest
+// first, each lane's additions those of the lane alone. kLag > 0 fixes the lag.
+template <int64_t kWindow, int64_t kLag, typename T, typename Acc>
+inline void ShortWindowMeansFixed(const T* __restrict__ x, T* __restrict__ y, int64_t i0,
+                                  int64_t i1, int64_t lag, Acc inv_window) {
+  if constexpr (kLag > 0) lag = kLag;
   // Converts each input once into a small buffer (not W times), then sums shifted loads of it:
   // both loops vectorise whole.
-  Acc converted[kCpuChunkSteps + kWindow - 1];
-  for (int64_t t = t0; t < t1; t += kCpuChunkSteps) {
-    const int64_t n = Min64(kCpuChunkSteps, t1 - t);
-    const T* first = x + t - (kWindow - 1);
-    for (int64_t k = 0; k < n + kWindow - 1; ++k) converted[k] = static_cast<Acc>(first[k]);
+  Acc converted[kCpuChunkSteps + (kWindow - 1) * (kLag > 0 ? kLag : kDirectLanesMax)];
+  const int64_t reach = (kWindow - 1) * lag;
+  for (int64_t i = i0; i < i1; i += kCpuChunkSteps) {
+    const int64_t n = Min64(kCpuChunkSteps, i1 - i);
+    const T* first = x + i - reach;
+    for (int64_t k = 0; k < n + reach; ++k) converted[k] = static_cast<Acc>(first[k]);
     for (int64_t k = 0; k < n; ++k) {
-      Acc sum = converted[k + kWindow - 1];
-      for (int64_t j = 1; j < kWindow; ++j) sum += converted[k + kWindow - 1 - j];
-      y[t + k] = RoundTo<T>(sum * inv_window);
+      Acc sum = converted[k + reach];
+      for (int64_t j = 1; j < kWindow; ++j) sum += converted[k + reach - j * lag];
+      y[i + k] = RoundTo<T>(sum * inv_window);
     }
   }
 }
 
-template <int64_t kWindow, typename T, typename Acc>
-inline void ShortWindowMeansUpTo(const T* __restrict__ x, T* __restrict__ y, int64_t t0, int64_t t1,
-                                 int64_t window, Acc inv_window) {
+template <int64_t kWindow, int64_t kLag, typename T, typename Acc>
+inline void ShortWindowMeansUpTo(const T* __restrict__ x, T* __restrict__ y, int64_t i0, int64_t i1,
+                                 int64_t lag, int64_t window, Acc inv_window) {
   if constexpr (kWindow > 1) {
     if (window < kWindow)
-      return ShortWindowMeansUpTo<kWindow - 1>(x, y, t0, t1, window, inv_window);
+      return ShortWindowMeansUpTo<kWindow - 1, kLag>(x, y, i0, i1, lag, window, inv_window);
   }
-  ShortWindowMeansFixed<kWindow>(x, y, t0, t1, inv_window);
+  ShortWindowMeansFixed<kWindow, kLag>(x, y, i0, i1, lag, inv_window);
 }
 
-// Means of a contiguous sequence over steps [t0, t1), all with a full window (t0 >= W), for
-// W <= kShortWindowMax.
+// Means of steps [t0, t1) of `lanes` contiguous lanes (consecutive steps `lanes` apart; at most
+// kDirectLanesMax), all with a full window (t0 >= W), for W <= kShortWindowMax.
 template <typename T, typename Acc>
 inline void ShortWindowMeans(const T* __restrict__ x, T* __restrict__ y, int64_t t0, int64_t t1,
-                             int64_t window, Acc inv_window) {
-  ShortWindowMeansUpTo<kShortWindowMax>(x, y, t0, t1, window, inv_window);
+                             int64_t window, Acc inv_window, int64_t lanes = 1) {
+  if (lanes == 1)
+    return ShortWindowMeansUpTo<kShortWindowMax, 1>(x, y, t0, t1, 1, window, inv_window);
+  ShortWindowMeansUpTo<kShortWindowMax, 0>(x, y, t0 * lanes, t1 * lanes, lanes, window, inv_window);
 }
 
 // The end of the steps in [t0, t1) that direct sums take one by one: those before the window is
@@ -132,106 +140,39 @@ inline int64_t DirectFillingEnd(int64_t t0, int64_t t1, int64_t summed,
   return Min64(t1, summed < window ? t1 : Max64(window, t0 + divisors.GrowingSteps(t0, t1 - t0)));
 }
 
-// Means of a contiguous sequence over steps [t0, t1) by direct sums, for a summed window
-// Wc = min(W, steps) <= kShortWindowMax: the steps before the window is full one by one, then
-// ShortWindowMeans.
+// Means of `lanes` contiguous lanes (consecutive steps `lanes` apart; at most kDirectLanesMax)
+// over steps [t0, t1) by direct sums, for a summed window Wc = min(W, steps) <= kShortWindowMax:
+// the steps before the window is full one by one, then ShortWindowMeans. Each lane's additions are
+// those of the lane alone, so a lane of a wider call has the bits of the same series alone.
 template <typename T>
 inline void DirectMeans(const T* __restrict__ x, T* __restrict__ y, int64_t t0, int64_t t1,
-                        int64_t summed, const InverseDivisors<double>& divisors) {
+                        int64_t summed, const InverseDivisors<double>& divisors,
+                        int64_t lanes = 1) {
   const int64_t window = divisors.window;
   const LaneHistory history{summed};
   const int64_t filling_end = DirectFillingEnd(t0, t1, summed, divisors);
   int64_t t = t0;
   for (; t < filling_end; ++t) {
-    double sum = 0.0;
-    for (int64_t j = t; j >= history.WindowBegin(t); --j) sum += static_cast<double>(x[j]);
-    y[t] = RoundTo<T>(sum * divisors.At(t));
+    for (int64_t l = 0; l < lanes; ++l) {
+      double sum = 0.0;
+      for (int64_t j = t; j >= history.WindowBegin(t); --j)
+        sum += static_cast<double>(x[j * lanes + l]);
+      y[t * lanes + l] = RoundTo<T>(sum * divisors.At(t));
+    }
   }
-  if (t < t1) ShortWindowMeans(x, y, t, t1, window, divisors.inv_window);
+  if (t < t1) ShortWindowMeans(x, y, t, t1, window, divisors.inv_window, lanes);
 }
 
-// Most lanes that DirectLaneMeans advances together.
-constexpr int64_t kDirectLanesMax = 16;
-
-// Whether a unit of `lanes` lanes sums its windows (Wc = `summed`) directly rather than by split
-// windows: a single sequence up to kShortWindowMax; several lanes cost about Wc vector additions
-// per four lanes and step against the split windows' constant work, so direct sums pay while
-// Wc times the lanes (padded to whole vectors) stays small, and up to Wc = 8 for lane counts that
-// leave a vector part empty.
+// Whether a unit of `lanes` contiguous lanes sums its windows (Wc = `summed`) directly rather than
+// by split windows: Wc additions per output against the split windows' constant work per block.
+// Split windows hold 4 or 8 lanes' sums in vector registers and take 16 lanes at a time, where
+// they win from a few terms on (placed by measuring Wc 3-16); other lane counts run their loop per
+// lane, which direct sums beat for every short window.
 inline bool DirectSumsFor(int64_t lanes, int64_t summed) {
-  if (lanes == 1) return summed <= kShortWindowMax;
-  const int64_t padded = PaddedToVectors(lanes);
-  return lanes <= kDirectLanesMax && summed * padded <= 56 && (lanes % 4 == 0 || summed <= 8);
-}
-
-// DirectMeans for lanes side by side (consecutive steps `stride` apart; kLanes of them, or
-// `lanes` when kLanes is 0): the same additions in the same order per lane, so each lane's
-// means have the bits of the same series alone. Each input is converted once per chunk of steps
-// into rows padded to whole vectors of four lanes, and each window summed from those rows, four
-// lanes per vector register.
-template <int64_t kLanes, typename T>
-inline void DirectLaneMeans(const T* __restrict__ x, T* __restrict__ y, int64_t stride,
-                            int64_t lanes, int64_t t0, int64_t t1, int64_t summed,
-                            const InverseDivisors<double>& divisors) {
-  static_assert(kLanes % 4 == 0 && kLanes <= kDirectLanesMax, "whole vectors of lanes");
-  constexpr int64_t kRow = kLanes > 0 ? kLanes : kDirectLanesMax;
-  if constexpr (kLanes > 0) lanes = kLanes;
-  const LaneHistory history{summed};
-  const int64_t filling_end = DirectFillingEnd(t0, t1, summed, divisors);
-  int64_t t = t0;
-  for (; t < filling_end; ++t) {
-    double sums[kRow] = {};
-    for (int64_t j = t; j >= history.WindowBegin(t); --j) {
-      for (int64_t l = 0; l < lanes; ++l) sums[l] += static_cast<double>(x[j * stride + l]);
-    }
-    const double inv = divisors.At(t);
-    for (int64_t l = 0; l < lanes; ++l) y[t * stride + l] = RoundTo<T>(sums[l] * inv);
-  }
-  // Full windows (Wc = W here): ShortWindowMeansFixed's sums, newest input first.
-  constexpr int64_t kChunk = 128;
-  alignas(32) double converted[(kChunk + kShortWindowMax - 1) * kRow];
-  const int64_t window = summed, padded = PaddedToVectors(lanes);
-  const double inv = divisors.inv_window;
-  for (; t < t1; t += kChunk) {
-    const int64_t n = Min64(kChunk, t1 - t);
-    const T* first = x + (t - (window - 1)) * stride;
-    for (int64_t s = 0; s < n + window - 1; ++s) {
-      for (int64_t l = 0; l < lanes; ++l) {
-        converted[s * kRow + l] = static_cast<double>(first[s * stride + l]);
-      }
-      for (int64_t l = lanes; l < padded; ++l) converted[s * kRow + l] = 0.0;
-    }
-    for (int64_t v = 0; v < lanes; v += 4) {
-      const int64_t width = kLanes > 0 ? 4 : Min64(4, lanes - v);
-      for (int64_t k = 0; k < n; ++k) {
-        const double* newest = converted + (k + window - 1) * kRow + v;
-        Float64x4 sum, older;
-        std::memcpy(&sum, newest, sizeof sum);
-        for (int64_t j = 1; j < window; ++j) {
-          std::memcpy(&older, newest - j * kRow, sizeof older);
-          sum += older;
-        }
-        sum *= inv;
-        T* out = y + (t + k) * stride + v;
-        if (width == 4) {
-          Narrow4(&sum, out);
-        } else {
-          for (int64_t i = 0; i < width; ++i) out[i] = RoundTo<T>(sum[i]);
-        }
-      }
-    }
-  }
-}
-
-// Direct sums of `lanes` lanes (DirectSumsFor), with the common unit widths fixed.
-template <typename T>
-inline void DirectMeansOfLanes(const T* __restrict__ x, T* __restrict__ y, int64_t stride,
-                               int64_t lanes, int64_t t0, int64_t t1, int64_t summed,
-                               const InverseDivisors<double>& divisors) {
-  if (lanes == 1 && stride == 1) return DirectMeans(x, y, t0, t1, summed, divisors);
-  if (lanes == 4) return DirectLaneMeans<4>(x, y, stride, lanes, t0, t1, summed, divisors);
-  if (lanes == 8) return DirectLaneMeans<8>(x, y, stride, lanes, t0, t1, summed, divisors);
-  DirectLaneMeans<0>(x, y, stride, lanes, t0, t1, summed, divisors);
+  if (lanes > kDirectLanesMax || summed > kShortWindowMax) return false;
+  if (lanes == 4) return summed <= 9;
+  if (lanes == 8 || lanes == 16) return summed <= 6;
+  return true;
 }
 
 // DirectMeans of every sequence of a one-lane row with ids in one pass over steps [begin, end)
