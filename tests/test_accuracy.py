@@ -295,7 +295,7 @@ def test_short_windows_give_each_channel_the_bits_of_its_series_alone(lanes, win
     rng = np.random.default_rng(7)
     x = rng.standard_normal((lanes, 3000))
     big = rng.choice([-1e20, 1e20], size=(lanes, 300))  # a large value, then its negative
-    where = np.stack([rng.choice(2990, size=300, replace=False) for _ in range(lanes)])
+    where = np.stack([rng.choice(3000 - window, size=300, replace=False) for _ in range(lanes)])
     for lane in range(lanes):  # cancellation: what a window loses depends on the order of its sums
         x[lane, where[lane]] = big[lane]
         x[lane, where[lane] + rng.integers(1, window + 1)] = -big[lane]

@@ -1,7 +1,6 @@
-// The CPU's fast paths for a single contiguous sequence (host only: a GPU thread would keep their
-// buffers in slow local memory). A running sum is bound by its one loop-carried add, so these
-// break that dependency: short windows sum each output directly, longer ones run four
-// interleaved running sums, held in one vector register, over chunks of steps.
+// The CPU's direct sums of short windows, for one sequence, several lanes side by side, and one
+// lane of packed sequences (host only: a GPU thread would keep their buffers in slow local
+// memory). Each output sums its window's inputs, so no addition waits on the one before it.
 #ifndef CAUSAL_MOVING_AVG_CC_CORE_CPU_FAST_PATHS_H_
 #define CAUSAL_MOVING_AVG_CC_CORE_CPU_FAST_PATHS_H_
 
@@ -16,8 +15,8 @@
 
 namespace causal_moving_avg {
 
-// Up to this window, a single sequence sums each output's window directly: W additions per output
-// cost less than the split windows' work per block (split_windows.h).
+// Up to this window, outputs may sum their windows directly (DirectSumsFor): W additions per
+// output cost less than the split windows' work per block (split_windows.h).
 constexpr int64_t kShortWindowMax = 16;
 
 // The first step s in [t, steps) (t >= 1) where a sequence starts (SequenceIds::StartsAt's rule:
@@ -85,7 +84,7 @@ inline void Narrow4(const Float64x4* v, T* y) {
   for (int i = 0; i < 4; ++i) y[i] = RoundTo<T>((*v)[i]);
 }
 
-// Most lanes that direct sums advance side by side.
+// Most lanes that direct sums advance side by side (it sizes ShortWindowMeansFixed's buffer).
 constexpr int64_t kDirectLanesMax = 16;
 
 // Means over the positions [i0, i1) of a contiguous array whose window terms lie `lag` positions
@@ -167,7 +166,7 @@ inline void DirectMeans(const T* __restrict__ x, T* __restrict__ y, int64_t t0, 
 // by split windows: Wc additions per output against the split windows' constant work per block.
 // Split windows hold 4 or 8 lanes' sums in vector registers and take 16 lanes at a time, where
 // they win from a few terms on (placed by measuring Wc 3-16); other lane counts run their loop per
-// lane, which direct sums beat for every short window.
+// lane, which direct sums beat for short windows on the lane counts measured (2, 3, 5, 6, 12).
 inline bool DirectSumsFor(int64_t lanes, int64_t summed) {
   if (lanes > kDirectLanesMax || summed > kShortWindowMax) return false;
   if (lanes == 4) return summed <= 9;
