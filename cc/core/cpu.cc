@@ -52,8 +52,8 @@ void ComputeSequencesOnCpu(const Call& call, int64_t threads, RunShards run_shar
   });
 }
 
-// A stream (stream.h): the outputs of x's first steps from the stage, or summed straight from
-// the state (HeadSummedDirectly), an ordinary call for the rest, and the next state; every copy a
+// A stream (stream.h): an ordinary call for x's steps after the head, the head's outputs from the
+// stage or summed straight from the state (HeadSummedDirectly), and the next state; every copy a
 // row at a time.
 void ComputeStreamOnCpu(const Call& call, void* scratch, int64_t threads, RunShards run_shards) {
   const int64_t size = SizeOf(call.dtype), inner = call.view.inner;
@@ -62,6 +62,14 @@ void ComputeStreamOnCpu(const Call& call, void* scratch, int64_t threads, RunSha
   const int64_t history_row = call.HistorySteps() * inner * size;
   const int64_t x_row = call.view.steps * inner * size;
   const StreamStage stage = StageOf(call);
+  // The output's and the stage's huge-page hints come before anything touches them (a 2 MiB range
+  // that holds a touched 4 KiB page no longer gets a huge page, and the head touches every row),
+  // and the rest of x first: its shards take the output's first touches on every thread.
+  HintHugePages(call.y, call.Elements() * size);
+  HintHugePages(scratch, CpuScratchBytes(call));
+  if (call.view.outer * inner > 0 && stage.head_steps < call.view.steps) {
+    ComputeOnCpu(RestCall(call), nullptr, threads, run_shards);
+  }
   if (call.view.outer * inner > 0 && stage.head_steps > 0 && HeadSummedDirectly(call)) {
     const int64_t rows = call.view.outer;
     // Its additions, vectorised, cost about an eighth of an element of an ordinary call each.
@@ -88,9 +96,6 @@ void ComputeStreamOnCpu(const Call& call, void* scratch, int64_t threads, RunSha
     for (int64_t row = 0; row < call.view.outer; ++row) {
       std::memcpy(y + row * x_row, stage_y + row * stage_row + history_row, head_row);
     }
-  }
-  if (call.view.outer * inner > 0 && stage.head_steps < call.view.steps) {
-    ComputeOnCpu(RestCall(call), nullptr, threads, run_shards);
   }
   // The next state: the last H inputs of history then x; then the count (read above).
   auto* next = static_cast<char*>(call.next_history);

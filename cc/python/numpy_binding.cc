@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,11 +28,12 @@ namespace {
 // The core on std::threads, one per core: units do not depend on the thread count, so the bits
 // are the TF kernel's. NumPy's float16 and ml_dtypes' bfloat16 have the core's 16-bit layouts.
 void Compute(const cma::Call& call) {
-  // A stream's stage, allocated before the GIL is released so that a failure is a MemoryError.
-  std::vector<char> scratch;
-  scratch.resize(cma::CpuScratchBytes(call));
+  // A stream's stage, allocated before the GIL is released so that a failure is a MemoryError;
+  // left unwritten (the core fills it after its huge-page hint).
+  const int64_t scratch_bytes = cma::CpuScratchBytes(call);
+  std::unique_ptr<char[]> scratch(scratch_bytes > 0 ? new char[scratch_bytes] : nullptr);
   py::gil_scoped_release release;
-  cma::ComputeOnCpu(call, scratch.data(), std::max(1u, std::thread::hardware_concurrency()),
+  cma::ComputeOnCpu(call, scratch.get(), std::max(1u, std::thread::hardware_concurrency()),
                     [](int64_t shards, const auto& run_shard) {
                       std::vector<std::thread> workers;
                       for (int64_t shard = 1; shard < shards; ++shard)
