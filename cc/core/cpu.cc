@@ -87,15 +87,27 @@ void ComputeStreamOnCpu(const Call& call, void* scratch, int64_t threads, RunSha
     const int64_t head_row = stage.head_steps * inner * size, stage_row = history_row + head_row;
     auto* stage_x = static_cast<char*>(scratch);
     char* stage_y = stage_x + stage.Elements() * size;
-    for (int64_t row = 0; row < call.view.outer; ++row) {
+    auto* y = static_cast<char*>(call.y);
+    // The copies by rows on every thread (they also take the stage's first touches).
+    const int64_t rows = call.view.outer;
+    const int64_t copy_shards =
+        Max64(1, Min64(Min64(threads, rows), stage.Elements() / kMinShardElements));
+    const auto copy_rows = [&](auto copy_row) {
+      const auto run_shard = [&](int64_t shard) {
+        const int64_t end = rows * (shard + 1) / copy_shards;
+        for (int64_t row = rows * shard / copy_shards; row < end; ++row) copy_row(row);
+      };
+      if (copy_shards <= 1) return run_shard(0);
+      run_shards(copy_shards, run_shard);
+    };
+    copy_rows([&](int64_t row) {
       std::memcpy(stage_x + row * stage_row, history + row * history_row, history_row);
       std::memcpy(stage_x + row * stage_row + history_row, x + row * x_row, head_row);
-    }
+    });
     ComputeOnCpu(StageCall(call, stage_x, stage_y), nullptr, threads, run_shards);
-    auto* y = static_cast<char*>(call.y);
-    for (int64_t row = 0; row < call.view.outer; ++row) {
+    copy_rows([&](int64_t row) {
       std::memcpy(y + row * x_row, stage_y + row * stage_row + history_row, head_row);
-    }
+    });
   }
   // The next state: the last H inputs of history then x; then the count (read above).
   auto* next = static_cast<char*>(call.next_history);
