@@ -122,6 +122,27 @@ def test_chunks_of_a_few_steps_meet_the_bound_of_the_whole_stream(dtype, edge, w
     assert np.array_equal(np.asarray(state.history), x[:, steps - (window - 1) :], equal_nan=True)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("edge", EDGES)
+def test_many_rows_give_each_row_the_bits_it_has_alone(dtype, edge):
+    # More rows than the CPU stages at once (it then stages one row at a time per thread): each
+    # row's outputs and state are those it gets in a call of a few rows, NumPy's too.
+    rng = np.random.default_rng([len(dtype), len(edge), 11])
+    x = as_dtype(rng.normal(size=(40, 200, 3)), dtype)
+    x[7, 100, 1] = 1e4 if dtype == "float32" else 1e300
+    x[33, 90, 2] = np.nan
+    bounds = [0, 50, 51, 130, 200]
+    y, state = stream_op(x, 33, edge, bounds)
+    y_numpy, state_numpy = stream_numpy(x, 33, edge, bounds)
+    assert np.array_equal(y, y_numpy, equal_nan=True)
+    assert np.array_equal(np.asarray(state.history), state_numpy.history, equal_nan=True)
+    for rows in (slice(0, 1), slice(7, 8), slice(16, 32), slice(33, 40)):
+        y_rows, state_rows = stream_op(x[rows], 33, edge, bounds)
+        assert np.array_equal(y[rows], y_rows, equal_nan=True), rows
+        assert np.array_equal(np.asarray(state.history)[rows], np.asarray(state_rows.history))
+    assert violations(lanes(y), lanes(x), 33, edge, dtype) == []
+
+
 @pytest.mark.parametrize("edge", EDGES)
 def test_one_step_at_a_time_matches_the_definition(edge):
     rng = np.random.default_rng(3)

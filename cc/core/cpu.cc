@@ -67,11 +67,22 @@ void ComputeStreamOnCpu(const Call& call, void* scratch, int64_t threads, RunSha
   // and the rest of x first: its shards take the output's first touches on every thread.
   HintHugePages(call.y, call.Elements() * size);
   HintHugePages(scratch, CpuScratchBytes(call));
+  // Copies of `elements` in all, by rows on the call's threads (they also take the first touches
+  // of what they write).
+  const int64_t rows = call.view.outer;
+  const auto copy_rows = [&](int64_t elements, auto copy_row) {
+    const int64_t shards = Max64(1, Min64(Min64(threads, rows), elements / kMinShardElements));
+    const auto run_shard = [&](int64_t shard) {
+      const int64_t end = rows * (shard + 1) / shards;
+      for (int64_t row = rows * shard / shards; row < end; ++row) copy_row(row);
+    };
+    if (shards <= 1) return run_shard(0);
+    run_shards(shards, run_shard);
+  };
   if (call.view.outer * inner > 0 && stage.head_steps < call.view.steps) {
     ComputeOnCpu(RestCall(call), nullptr, threads, run_shards);
   }
   if (call.view.outer * inner > 0 && stage.head_steps > 0 && HeadSummedDirectly(call)) {
-    const int64_t rows = call.view.outer;
     // Its additions, vectorised, cost about an eighth of an element of an ordinary call each.
     const int64_t work = rows * inner * stage.head_steps * call.window / 8;
     const int64_t shards = Max64(1, Min64(Min64(threads, rows), work / kMinShardElements));
@@ -85,42 +96,56 @@ void ComputeStreamOnCpu(const Call& call, void* scratch, int64_t threads, RunSha
     });
   } else if (call.view.outer * inner > 0 && stage.head_steps > 0) {
     const int64_t head_row = stage.head_steps * inner * size, stage_row = history_row + head_row;
-    auto* stage_x = static_cast<char*>(scratch);
-    char* stage_y = stage_x + stage.Elements() * size;
+    auto* staged = static_cast<char*>(scratch);
     auto* y = static_cast<char*>(call.y);
-    // The copies by rows on every thread (they also take the stage's first touches).
-    const int64_t rows = call.view.outer;
-    const int64_t copy_shards =
-        Max64(1, Min64(Min64(threads, rows), stage.Elements() / kMinShardElements));
-    const auto copy_rows = [&](auto copy_row) {
-      const auto run_shard = [&](int64_t shard) {
-        const int64_t end = rows * (shard + 1) / copy_shards;
-        for (int64_t row = rows * shard / copy_shards; row < end; ++row) copy_row(row);
-      };
-      if (copy_shards <= 1) return run_shard(0);
-      run_shards(copy_shards, run_shard);
+    const auto stage_in = [&](int64_t row, char* to) {
+      std::memcpy(to, history + row * history_row, history_row);
+      std::memcpy(to + history_row, x + row * x_row, head_row);
     };
-    copy_rows([&](int64_t row) {
-      std::memcpy(stage_x + row * stage_row, history + row * history_row, history_row);
-      std::memcpy(stage_x + row * stage_row + history_row, x + row * x_row, head_row);
-    });
-    ComputeOnCpu(StageCall(call, stage_x, stage_y), nullptr, threads, run_shards);
-    copy_rows([&](int64_t row) {
-      std::memcpy(y + row * x_row, stage_y + row * stage_row + history_row, head_row);
-    });
+    if (rows <= kStageSlices) {
+      char* stage_y = staged + rows * stage_row;
+      copy_rows(stage.Elements(), [&](int64_t row) { stage_in(row, staged + row * stage_row); });
+      ComputeOnCpu(StageCall(call, staged, stage_y), nullptr, threads, run_shards);
+      copy_rows(rows * stage.head_steps * inner, [&](int64_t row) {
+        std::memcpy(y + row * x_row, stage_y + row * stage_row + history_row, head_row);
+      });
+    } else {
+      // One row at a time per shard, in the shard's slice (StagedRowsHeld).
+      Call one_row = call;
+      one_row.view.outer = 1;
+      const int64_t shards =
+          Max64(1, Min64(Min64(threads, kStageSlices), stage.Elements() / kMinShardElements));
+      const auto run_shard = [&](int64_t shard) {
+        char* slice_x = staged + 2 * shard * stage_row;
+        char* slice_y = slice_x + stage_row;
+        const int64_t end = rows * (shard + 1) / shards;
+        for (int64_t row = rows * shard / shards; row < end; ++row) {
+          stage_in(row, slice_x);
+          ComputeOnCpu(StageCall(one_row, slice_x, slice_y), nullptr, 1, run_shards);
+          std::memcpy(y + row * x_row, slice_y + history_row, head_row);
+        }
+      };
+      if (shards <= 1) {
+        run_shard(0);
+      } else {
+        run_shards(shards, run_shard);
+      }
+    }
   }
   // The next state: the last H inputs of history then x; then the count (read above).
   auto* next = static_cast<char*>(call.next_history);
   const int64_t from_history = Max64(0, history_row - x_row);
-  for (int64_t row = 0; row < call.view.outer && history_row > 0; ++row) {
-    char* out = next + row * history_row;
-    if (from_history > 0) {
-      std::memcpy(out, history + row * history_row + (history_row - from_history), from_history);
-    }
-    if (history_row > from_history) {
-      std::memcpy(out + from_history, x + row * x_row + (x_row - (history_row - from_history)),
-                  history_row - from_history);
-    }
+  if (history_row > 0) {
+    copy_rows(rows * call.HistorySteps() * inner, [&](int64_t row) {
+      char* out = next + row * history_row;
+      if (from_history > 0) {
+        std::memcpy(out, history + row * history_row + (history_row - from_history), from_history);
+      }
+      if (history_row > from_history) {
+        std::memcpy(out + from_history, x + row * x_row + (x_row - (history_row - from_history)),
+                    history_row - from_history);
+      }
+    });
   }
   *call.next_seen = *call.seen + call.view.steps;
 }

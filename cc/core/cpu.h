@@ -311,12 +311,18 @@ void ComputeSequences(const Call& call, int64_t p0, int64_t p1) {
   ComputeSequencesBaseline<T>(call, p0, p1);
 }
 
-// Host memory a CPU call needs besides its inputs and outputs, in bytes: a stream's stage
-// (stream.h), its inputs and outputs.
+// A stream's stage on the CPU: up to kStageSlices rows staged at once, all their sums on every
+// thread; with more rows, each of at most kStageSlices shards stages one row at a time in a slice
+// of its own, which stays in cache (staging every row costs a pass through memory and fresh pages).
+constexpr int64_t kStageSlices = 16;
+inline int64_t StagedRowsHeld(const Call& call) { return Min64(call.view.outer, kStageSlices); }
+
+// Host memory a CPU call needs besides its inputs and outputs, in bytes: a stream's staged rows
+// (stream.h), their inputs and outputs.
 inline int64_t CpuScratchBytes(const Call& call) {
-  return NeedsStage(call) && !HeadSummedDirectly(call)
-             ? 2 * StageOf(call).Elements() * SizeOf(call.dtype)
-             : 0;
+  if (!NeedsStage(call) || HeadSummedDirectly(call)) return 0;
+  const Geometry stage = StageOf(call).view;
+  return 2 * StagedRowsHeld(call) * stage.steps * stage.inner * SizeOf(call.dtype);
 }
 
 // A stream's head, rows [row0, row1), on the calling thread, in the active version.

@@ -285,7 +285,9 @@ void GpuStreamOnHost(GpuKernel kernel, const cma::Call& call) {
 template <typename T>
 void CheckStreams(std::mt19937_64& rng) {
   std::normal_distribution<double> normal(100.0, 10.0);
-  const cma::Geometry shapes[] = {{1, 300, 1}, {3, 90, 5}, {2, 70, 40}};
+  // 20 rows: more than the CPU stages at once, so one row at a time.
+  static_assert(cma::kStageSlices < 20, "a shape with more rows than the CPU stages at once");
+  const cma::Geometry shapes[] = {{1, 300, 1}, {3, 90, 5}, {2, 70, 40}, {20, 60, 2}};
   for (const cma::Geometry whole : shapes) {
     for (const int64_t window : {1, 2, 5, 33, 100, 400}) {
       for (const cma::Edge edge : {cma::Edge::kZeros, cma::Edge::kPartial}) {
