@@ -1,6 +1,8 @@
 """Hardening: sanitizers, property tests, hostile arguments, concurrency, leaks, huge tensors."""
 
 import os
+import platform
+import re
 import resource
 import shutil
 import subprocess
@@ -102,6 +104,14 @@ print(_numpy_core.cpu_version(), cma.build_info()["cpu_version"], digest.hexdige
 """
 
 
+def cpu_flags():
+    with open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
 def test_every_cpu_version_gives_the_same_bits():
     """Each version of the CPU core this CPU can run (the x86-64 baseline, AVX2), forced in turn
     through CMA_CPU_VERSION, in the NumPy binding (packed sequences too) and the TF op: one digest
@@ -110,6 +120,9 @@ def test_every_cpu_version_gives_the_same_bits():
 
     versions = _numpy_core.CPU_VERSIONS
     assert "baseline" in versions
+    if platform.machine() == "x86_64" and os.path.exists("/proc/cpuinfo"):
+        flags = cpu_flags()
+        assert ("avx2" in versions) == ("avx2" in flags), (versions, sorted(flags))
     digests = {}
     for version in versions:
         env = dict(os.environ, CMA_CPU_VERSION=version)
@@ -120,6 +133,26 @@ def test_every_cpu_version_gives_the_same_bits():
         assert numpy_version == op_version == version
         digests[version] = digest
     assert len(set(digests.values())) == 1, digests
+
+
+def test_the_compiled_core_fuses_no_multiply_and_add():
+    """Each operation rounds on its own, in every version of the core (the README's roundings): the
+    compiler contracted no multiply and add into one, whatever CPU the build targeted."""
+    if platform.machine() != "x86_64":
+        pytest.skip("the versions and this check are x86-64's")
+    objdump = shutil.which("objdump")
+    if objdump is None:
+        pytest.skip("objdump (binutils) is not installed")
+    for library in ("_numpy_core.so", "_causal_moving_avg_ops.so"):
+        listing = subprocess.run(
+            [objdump, "-d", "--no-show-raw-insn", str(Path(cma.__file__).parent / library)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert "vbroadcast" in listing or "vmovupd" in listing, f"{library}: no vector code disassembled"
+        fused = [line for line in listing.splitlines() if re.search(r"\bvf(n?)m(add|sub)", line)]
+        assert not fused, f"{library}: {len(fused)} FMA instructions, e.g. {fused[:3]}"
 
 
 def numpy_dtype(name):

@@ -33,6 +33,12 @@ CpuVersion ActiveCpuVersion() {
 
 namespace {
 
+// Shards for `work` (in elements of an ordinary call) on at most `most` threads: none smaller than
+// kMinShardElements, at least one.
+int64_t ShardsFor(int64_t work, int64_t most) {
+  return Max64(1, Min64(most, work / kMinShardElements));
+}
+
 // Packed sequences: each row cut into its sequences (LaneHistory's rule), each sequence an
 // ordinary call of its own (a fresh start: the window cut at its first step, "partial" counting
 // from there). The [outer, steps] positions are cut into one contiguous range per thread, which
@@ -40,7 +46,7 @@ namespace {
 // parallel. Which thread computes a sequence does not change its bits.
 void ComputeSequencesOnCpu(const Call& call, int64_t threads, RunShards run_shards) {
   const int64_t positions = call.view.outer * call.view.steps;
-  const int64_t shards = Max64(1, Min64(threads, call.Elements() / kMinShardElements));
+  const int64_t shards = ShardsFor(call.Elements(), threads);
   VisitDType<HostHalf, HostBfloat16>(call.dtype, [&](auto type) {
     using T = decltype(type);
     HintHugePages(call.y, call.Elements() * static_cast<int64_t>(sizeof(T)));
@@ -67,17 +73,21 @@ void ComputeStreamOnCpu(const Call& call, void* scratch, int64_t threads, RunSha
   // and the rest of x first: its shards take the output's first touches on every thread.
   HintHugePages(call.y, call.Elements() * size);
   HintHugePages(scratch, CpuScratchBytes(call));
-  // Copies of `elements` in all, by rows on the call's threads (they also take the first touches
-  // of what they write).
+  // The rows cut into `shards` contiguous ranges, run_range(shard, row0, row1) for each on the
+  // call's threads.
   const int64_t rows = call.view.outer;
-  const auto copy_rows = [&](int64_t elements, auto copy_row) {
-    const int64_t shards = Max64(1, Min64(Min64(threads, rows), elements / kMinShardElements));
+  const auto by_rows = [&](int64_t shards, auto run_range) {
     const auto run_shard = [&](int64_t shard) {
-      const int64_t end = rows * (shard + 1) / shards;
-      for (int64_t row = rows * shard / shards; row < end; ++row) copy_row(row);
+      run_range(shard, rows * shard / shards, rows * (shard + 1) / shards);
     };
     if (shards <= 1) return run_shard(0);
     run_shards(shards, run_shard);
+  };
+  // Copies of `elements` in all, by rows (they also take the first touches of what they write).
+  const auto copy_rows = [&](int64_t elements, auto copy_row) {
+    by_rows(ShardsFor(elements, Min64(threads, rows)), [&](int64_t, int64_t row0, int64_t row1) {
+      for (int64_t row = row0; row < row1; ++row) copy_row(row);
+    });
   };
   if (call.view.outer * inner > 0 && stage.head_steps < call.view.steps) {
     ComputeOnCpu(RestCall(call), nullptr, threads, run_shards);
@@ -85,14 +95,11 @@ void ComputeStreamOnCpu(const Call& call, void* scratch, int64_t threads, RunSha
   if (call.view.outer * inner > 0 && stage.head_steps > 0 && HeadSummedDirectly(call)) {
     // Its additions, vectorised, cost about an eighth of an element of an ordinary call each.
     const int64_t work = rows * inner * stage.head_steps * call.window / 8;
-    const int64_t shards = Max64(1, Min64(Min64(threads, rows), work / kMinShardElements));
     VisitDType<HostHalf, HostBfloat16>(call.dtype, [&](auto type) {
       using T = decltype(type);
-      const auto run_shard = [&call, rows, shards](int64_t shard) {
-        ComputeStreamHead<T>(call, rows * shard / shards, rows * (shard + 1) / shards);
-      };
-      if (shards <= 1) return run_shard(0);
-      run_shards(shards, run_shard);
+      by_rows(ShardsFor(work, Min64(threads, rows)), [&call](int64_t, int64_t row0, int64_t row1) {
+        ComputeStreamHead<T>(call, row0, row1);
+      });
     });
   } else if (call.view.outer * inner > 0 && stage.head_steps > 0) {
     const int64_t head_row = stage.head_steps * inner * size, stage_row = history_row + head_row;
@@ -113,23 +120,16 @@ void ComputeStreamOnCpu(const Call& call, void* scratch, int64_t threads, RunSha
       // One row at a time per shard, in the shard's slice (StagedRowsHeld).
       Call one_row = call;
       one_row.view.outer = 1;
-      const int64_t shards =
-          Max64(1, Min64(Min64(threads, kStageSlices), stage.Elements() / kMinShardElements));
-      const auto run_shard = [&](int64_t shard) {
+      const int64_t shards = ShardsFor(stage.Elements(), Min64(threads, kStageSlices));
+      by_rows(shards, [&](int64_t shard, int64_t row0, int64_t row1) {
         char* slice_x = staged + 2 * shard * stage_row;
         char* slice_y = slice_x + stage_row;
-        const int64_t end = rows * (shard + 1) / shards;
-        for (int64_t row = rows * shard / shards; row < end; ++row) {
+        for (int64_t row = row0; row < row1; ++row) {
           stage_in(row, slice_x);
           ComputeOnCpu(StageCall(one_row, slice_x, slice_y), nullptr, 1, run_shards);
           std::memcpy(y + row * x_row, slice_y + history_row, head_row);
         }
-      };
-      if (shards <= 1) {
-        run_shard(0);
-      } else {
-        run_shards(shards, run_shard);
-      }
+      });
     }
   }
   // The next state: the last H inputs of history then x; then the count (read above).
