@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import causal_moving_avg as cma
-from conftest import EDGES, jit_compile_values, keras_conv1d_moving_avg
+from conftest import CPU_PLAN, EDGES, jit_compile_values, keras_conv1d_moving_avg
 
 NUMPY_DTYPES = {
     "float16": np.float16,
@@ -182,6 +182,38 @@ def test_sentinel_data_matches_keras_conv1d():
 
 
 # --- Random series with what real series carry -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dtype", "window"),
+    [("float32", 17), ("float32", 64), ("float32", 4096), ("float16", 33), ("bfloat16", 8192)],
+)
+@pytest.mark.parametrize("edge", EDGES)
+def test_a_long_series_meets_the_bound_where_its_spans_run_side_by_side(dtype, window, edge):
+    """A long series of 16- or 32-bit values with W of 17-64 or 4096-8192: the CPU runs its spans
+    after the first four at a time side by side in vector lanes. With constant runs across the cuts
+    between spans and spikes, sentinels and NaN/Inf near them, every output meets the bound, a row
+    of a batch has the bits it has alone, and the op's bits are NumPy's."""
+    span = CPU_PLAN["span_elements"]
+    steps = 6 * span + 9000
+    rng = np.random.default_rng([window, len(edge), len(dtype)])
+    big = float(ml_dtypes.finfo(NUMPY_DTYPES[dtype]).max)
+    x = rng.standard_normal((2, steps)) * 100
+    for k in range(1, 7):
+        cut = k * span
+        x[0, cut - window : cut + window] = 3.0
+        x[1, cut + int(rng.integers(-window, window))] = [big, -big, 1e9, -999999.0, np.nan, np.inf][k - 1]
+    # Large values taken out again within a window: what a sum keeps of the small ones between
+    # depends on the order of its additions.
+    at = rng.choice(steps - window, size=500, replace=False)
+    x[1, at] = rng.choice([-1e4, 1e4], size=500) * (1e16 if dtype == "float32" else 1.0)
+    x[1, at + rng.integers(1, window + 1, size=500)] = -x[1, at]
+    x = as_dtype(x, dtype)
+    y = numpy_path(x, window, edge)
+    assert violations(y, x, window, edge, dtype) == []
+    np.testing.assert_array_equal(numpy_path(x[1:], window, edge), y[1:])
+    for jit_compile in (None, False, True) if cma.build_info()["xla"] else (None, False):
+        np.testing.assert_array_equal(op_path(x, window, edge, jit_compile), y)
 
 
 @st.composite

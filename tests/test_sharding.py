@@ -86,7 +86,8 @@ import causal_moving_avg as cma
 digest = hashlib.sha256()
 rng = np.random.default_rng(3)
 for shape, window, dtype in [((1, 3_000_000, 1), 3, np.float32), ((1, 3_000_000, 1), 5000, np.float64),
-                             ((64, 8192, 8), 33, np.float32), ((16, 4096, 300), 7, np.float16)]:
+                             ((1, 3_000_000, 1), 32, np.float32), ((64, 8192, 8), 33, np.float32),
+                             ((16, 4096, 300), 7, np.float16)]:
     x = (rng.standard_normal(shape) * 100 + 10).astype(dtype)
     x.flat[::100_003] = np.inf
     for edge in ("zeros", "partial"):

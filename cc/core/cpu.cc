@@ -33,12 +33,6 @@ CpuVersion ActiveCpuVersion() {
 
 namespace {
 
-// Shards for `work` (in elements of an ordinary call) on at most `most` threads: none smaller than
-// kMinShardElements, at least one.
-int64_t ShardsFor(int64_t work, int64_t most) {
-  return Max64(1, Min64(most, work / kMinShardElements));
-}
-
 // Packed sequences: each row cut into its sequences (LaneHistory's rule), each sequence an
 // ordinary call of its own (a fresh start: the window cut at its first step, "partial" counting
 // from there). The [outer, steps] positions are cut into one contiguous range per thread, which

@@ -28,14 +28,17 @@
 
 namespace causal_moving_avg {
 
-// How many shards a CPU call cuts its units into for `threads` workers: as many as asked, but
-// none below kMinShardElements elements, where handing work to another thread costs more than it
-// saves.
+// Shards for `work` (in elements of an ordinary call) on at most `most` workers: as many as
+// allowed, but none below kMinShardElements elements, where handing work to another thread costs
+// more than it saves; at least one.
 constexpr int64_t kMinShardElements = int64_t{1} << 15;
+inline int64_t ShardsFor(int64_t work, int64_t most) {
+  return Max64(1, Min64(most, work / kMinShardElements));
+}
+
+// How many shards a CPU call cuts its plan's units into for `threads` workers.
 inline int64_t ShardCount(const Plan& plan, int64_t threads) {
-  const Geometry& g = plan.call.view;
-  const int64_t by_size = g.outer * g.steps * g.inner / kMinShardElements;
-  return Max64(1, Min64(Min64(threads, plan.num_units), by_size));
+  return ShardsFor(plan.call.Elements(), Min64(threads, plan.num_units));
 }
 
 // The units of shard `shard` of `shards`: contiguous and balanced.
@@ -106,7 +109,8 @@ class ScopedSubnormals {
 // overflow a partial sum (values of 2^960 or more) takes its mean from the lane's inputs scaled by
 // 2^-64 (RedoOverflowed). `scratch` holds ScratchSumsOf(plan) sums.
 inline int64_t ScratchSumsOf(const Plan& plan) {
-  return SplitLayoutFor(SummedWindow(plan.call), plan.unit_lanes).ScratchSums(plan.unit_lanes);
+  const int64_t lanes = plan.span_groups > 0 ? kSpanLanes : plan.unit_lanes;
+  return SplitLayoutFor(SummedWindow(plan.call), plan.unit_lanes).ScratchSums(lanes);
 }
 
 // One unit: steps [t0, t1) of `lanes` lanes at ux, uy (consecutive steps `stride` apart).
@@ -132,6 +136,31 @@ inline void ComputeLanes(const T* ux, T* uy, int64_t stride, int64_t lanes, int6
 #endif
 }
 
+// A unit of kSpanLanes spans of one lane side by side (UnitRange::spans): steps [t0, t1) of the
+// first at x, y, each next span `distance` steps later, by split windows in the lanes of one
+// vector; `staging` holds their staged inputs and a block's outputs (SpanLanes).
+template <typename T>
+inline void SpanLanesMeans(const T* x, T* y, int64_t distance, int64_t t0, int64_t t1,
+                           int64_t summed, const InverseDivisors<double>& divisors,
+                           const SplitLayout& layout, SplitSumOf<T>* scratch,
+                           std::vector<T>* staging) {
+#if !defined(__CUDA_ARCH__)  // host code (CUDA sources that include this file compile it twice)
+  if constexpr (std::is_same_v<SplitSumOf<T>, PlainSum>) {
+    // The ring holds the blocks a block's windows and tails reach back to, and the block.
+    int64_t ring_steps = 1;
+    while (ring_steps < (layout.ring + 1) * layout.block) ring_steps *= 2;
+    staging->resize(kSpanLanes * (ring_steps + layout.block));
+    SpanLanes<T> steps{
+        x, y, distance, staging->data(), ring_steps, staging->data() + kSpanLanes * ring_steps};
+    if (summed > layout.block) {
+      SplitWindowMeansOf<true>(steps, kSpanLanes, t0, t1, summed, divisors, layout, scratch);
+    } else {
+      SplitWindowMeansOf<false>(steps, kSpanLanes, t0, t1, summed, divisors, layout, scratch);
+    }
+  }
+#endif
+}
+
 template <typename T>
 inline void ComputeUnitRangeWith(const Plan& plan, const T* x, T* y, int64_t begin, int64_t end,
                                  SplitSumOf<T>* scratch) {
@@ -139,12 +168,18 @@ inline void ComputeUnitRangeWith(const Plan& plan, const T* x, T* y, int64_t beg
   const int64_t summed = SummedWindow(call);
   const SplitLayout layout = SplitLayoutFor(summed, plan.unit_lanes);
   const auto divisors = DivisorsOf<double>(call);
+  std::vector<T> staging;  // units of spans side by side
   for (int64_t unit = begin; unit < end; ++unit) {
     UnitRange r = UnitAt(plan, unit);
     r.t0 = Max64(r.t0, call.first_output);
     if (r.t0 >= r.t1) continue;
     const int64_t stride = call.view.inner;
     const int64_t offset = r.row * call.view.steps * stride + r.lane0;
+    if (r.spans > 1) {
+      SpanLanesMeans<T>(x + offset, y + offset, plan.span_steps, r.t0, r.t1, summed, divisors,
+                        layout, scratch, &staging);
+      continue;
+    }
     ComputeLanes<T>(x + offset, y + offset, stride, r.lanes, r.t0, r.t1, summed, divisors, layout,
                     scratch);
   }

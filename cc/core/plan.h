@@ -9,9 +9,14 @@
 #include <cstdint>
 
 #include "cc/core/call.h"
+#include "cc/core/cpu_fast_paths.h"
+#include "cc/core/numerics.h"
 #include "cc/core/types.h"
 
 namespace causal_moving_avg {
+
+// Spans of one lane that a CPU unit runs side by side, one per vector lane (split_windows.h).
+constexpr int64_t kSpanLanes = 4;
 
 struct Plan {
   Call call;                    // what is computed (its view, window, edge, optional inputs)
@@ -19,7 +24,13 @@ struct Plan {
   int64_t unit_lanes;           // lanes per unit (the last group of a row may be narrower)
   int64_t spans_per_row;        // ceil(steps / span_steps)
   int64_t lane_groups_per_row;  // ceil(inner / unit_lanes)
-  int64_t num_units;            // outer * spans_per_row * lane_groups_per_row
+  // Units per row that hold kSpanLanes spans side by side (CPU, one lane: SpanGroupsFor), 0 else.
+  int64_t span_groups = 0;
+  int64_t num_units;  // outer * UnitsPerRow()
+
+  CMA_HOST_DEVICE int64_t UnitsPerRow() const {
+    return spans_per_row * lane_groups_per_row - (kSpanLanes - 1) * span_groups;
+  }
 };
 
 // Most lanes one CPU unit carries; bounds the accumulator array a unit keeps on its stack.
@@ -100,6 +111,34 @@ inline SplitLayout SplitLayoutFor(int64_t window, int64_t lanes) {
 // Sums (of at most 16 bytes) one CPU thread may hold for a unit's split windows.
 constexpr int64_t kSplitScratchSums = int64_t{1} << 17;
 
+// The summed windows whose spans run side by side, where that measured faster than the scans:
+// up to kSpanLanesShortMax (blocks of W steps, too short to amortise a scan's set-up), and from
+// kSpanLanesLongMin to kSpanLanesWindowMax (a unit stages about W steps of its spans, which must
+// stay in cache). Between, blocks of 65-256 steps, the scans measured as fast.
+constexpr int64_t kSpanLanesShortMax = 64;
+constexpr int64_t kSpanLanesLongMin = 4096;
+constexpr int64_t kSpanLanesWindowMax = 8192;
+
+// How many units of kSpanLanes spans side by side a row of a CPU plan holds, for one lane of 16-
+// or 32-bit inputs with Wc above what direct sums take (cpu_fast_paths.h) and in the ranges
+// above: the spans between the row's first and last, kSpanLanes at a time. Each is
+// whole and starts at least 4W steps into the row, so its windows neither reach before the row
+// nor grow. A span alone scans its blocks with shuffles inside vectors (PrefixSums); spans side by
+// side need none, and each sums in the order of a lane of a wider unit (its bits are that order's).
+// Which spans form a unit depends only on the shape and W, so the bits do not depend on threads,
+// and a row of a batch has the bits it has alone.
+inline int64_t SpanGroupsFor(const Plan& plan) {
+  const Call& call = plan.call;
+  const int64_t summed = SummedWindow(call);
+  const bool faster = (summed > kShortWindowMax && summed <= kSpanLanesShortMax) ||
+                      (summed >= kSpanLanesLongMin && summed <= kSpanLanesWindowMax);
+  if (call.view.inner != 1 || !SplitSumIsPlain(call.dtype) || !faster ||
+      call.ids_kind != Call::Ids::kNone) {
+    return 0;
+  }
+  return Max64(0, plan.spans_per_row - 2) / kSpanLanes;
+}
+
 // The CPU's plan: wide lane groups (fewer when a long window's split windows need more scratch
 // per lane than kSplitScratchSums allows), spans of about kCpuSpanElements elements.
 inline Plan MakeCpuPlan(const Call& call) {
@@ -111,22 +150,35 @@ inline Plan MakeCpuPlan(const Call& call) {
     max_lanes = Max64(1, (kSplitScratchSums - layout.ScratchSums(0)) / per_lane);
   }
   const int64_t unit_lanes = Min64(call.view.inner, max_lanes);
-  return MakePlan(call, max_lanes, Max64(1, kCpuSpanElements / unit_lanes));
+  Plan plan = MakePlan(call, max_lanes, Max64(1, kCpuSpanElements / unit_lanes));
+  plan.span_groups = SpanGroupsFor(plan);
+  plan.num_units = call.view.outer * plan.UnitsPerRow();
+  return plan;
 }
 
 // Where unit `unit` lives: row, steps [t0, t1), and lanes [lane0, lane0 + lanes).
+// spans: 1, or kSpanLanes spans side by side (lane l the span l after the first, l * span_steps
+// steps later).
 struct UnitRange {
   int64_t row;
   int64_t t0, t1;
   int64_t lane0, lanes;
+  int64_t spans;
 };
 
 CMA_HOST_DEVICE inline UnitRange UnitAt(const Plan& plan, int64_t unit) {
-  const int64_t group = unit % plan.lane_groups_per_row;
-  const int64_t rest = unit / plan.lane_groups_per_row;
-  const int64_t span = rest % plan.spans_per_row;
+  const int64_t per_row = plan.UnitsPerRow();
+  const int64_t k = unit % per_row;  // (span, lane group), or a row's units of spans side by side
+  const int64_t groups = plan.span_groups;
+  int64_t group = k % plan.lane_groups_per_row, span = k / plan.lane_groups_per_row;
   UnitRange r;
-  r.row = rest / plan.spans_per_row;
+  r.row = unit / per_row;
+  r.spans = 1;
+  if (groups > 0) {  // one lane: span 0, then `groups` units of kSpanLanes spans, then the rest
+    group = 0;
+    span = k <= groups ? Max64(0, 1 + kSpanLanes * (k - 1)) : k + (kSpanLanes - 1) * groups;
+    if (k >= 1 && k <= groups) r.spans = kSpanLanes;
+  }
   r.t0 = span * plan.span_steps;
   r.t1 = Min64(plan.call.view.steps, r.t0 + plan.span_steps);
   r.lane0 = group * plan.unit_lanes;

@@ -128,15 +128,88 @@ inline void SuffixSums(const T* __restrict__ x, int64_t n, double* __restrict__ 
   }
 }
 
+// Where a unit's inputs and outputs are: step t's `lanes` values side by side at In(t) and
+// Out(t), consecutive steps `stride` apart. RowLanes: lanes of a row, in place. SpanLanes:
+// kSpanLanes spans of one lane (SpanLanes below), staged block by block.
+template <typename T>
+struct RowLanes {
+  static constexpr bool kStaged = false;
+  const T* x;
+  T* y;
+  int64_t stride;
+  const T* In(int64_t t) const { return x + t * stride; }
+  T* Out(int64_t t) const { return y + t * stride; }
+  void Stage(int64_t, int64_t) {}
+  void BeginBlock(int64_t) {}
+  void EndBlock(int64_t, int64_t) {}
+};
+
+// kSpanLanes spans of one lane as the lanes of one unit: lane l's step t is x[t + l * distance]
+// (y likewise). Their inputs are staged side by side in a ring of `ring_steps` steps (a power of
+// two, more than the steps a window and a block reach back), a block's outputs side by side in
+// `out` until EndBlock stores them; both stay in cache, where staging whole spans would not.
+template <typename T>
+struct SpanLanes {
+  static constexpr bool kStaged = true;
+  static constexpr int64_t stride = kSpanLanes;
+  const T* x;
+  T* y;
+  int64_t distance;
+  T* ring;
+  int64_t ring_steps;
+  T* out;
+  int64_t out_first = 0;  // the step of out's first row
+
+  const T* In(int64_t t) const { return ring + (t & (ring_steps - 1)) * kSpanLanes; }
+  T* Out(int64_t t) const { return out + (t - out_first) * kSpanLanes; }
+  // Steps [t_a, t_b) into the ring; four steps at a time transposed in registers.
+  void Stage(int64_t t_a, int64_t t_b) {
+    int64_t t = t_a;
+    const auto one = [&] {
+      T* row = ring + (t & (ring_steps - 1)) * kSpanLanes;
+      for (int64_t l = 0; l < kSpanLanes; ++l) row[l] = x[t + l * distance];
+    };
+    for (; t < t_b && t % 4 != 0; ++t) one();
+    for (; t + 4 <= t_b; t += 4) Transpose4(x + t, distance, ring + (t & (ring_steps - 1)) * 4, 4);
+    for (; t < t_b; ++t) one();
+  }
+  void BeginBlock(int64_t begin) { out_first = begin; }
+  void EndBlock(int64_t begin, int64_t end) {
+    int64_t t = begin;
+    for (; t + 4 <= end; t += 4) Transpose4(out + (t - begin) * 4, 4, y + t, distance);
+    for (; t < end; ++t) {
+      for (int64_t l = 0; l < kSpanLanes; ++l) y[t + l * distance] = out[(t - begin) * 4 + l];
+    }
+  }
+
+ private:
+  // from[r * from_row + c] to to[c * to_row + r] for r, c < 4, as bits.
+  static void Transpose4(const T* from, int64_t from_row, T* to, int64_t to_row) {
+    using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint16_t>;
+    typedef Bits Bits4 __attribute__((vector_size(4 * sizeof(Bits))));
+    Bits4 r[4];
+    for (int i = 0; i < 4; ++i) std::memcpy(&r[i], from + i * from_row, sizeof(Bits4));
+    const Bits4 a = __builtin_shufflevector(r[0], r[1], 0, 4, 1, 5);
+    const Bits4 b = __builtin_shufflevector(r[2], r[3], 0, 4, 1, 5);
+    const Bits4 c = __builtin_shufflevector(r[0], r[1], 2, 6, 3, 7);
+    const Bits4 d = __builtin_shufflevector(r[2], r[3], 2, 6, 3, 7);
+    const Bits4 columns[4] = {
+        __builtin_shufflevector(a, b, 0, 1, 4, 5), __builtin_shufflevector(a, b, 2, 3, 6, 7),
+        __builtin_shufflevector(c, d, 0, 1, 4, 5), __builtin_shufflevector(c, d, 2, 3, 6, 7)};
+    for (int i = 0; i < 4; ++i) std::memcpy(to + i * to_row, &columns[i], sizeof(Bits4));
+  }
+};
+
 // Means of steps [t0, t1) of `lanes` contiguous lanes (consecutive steps `stride` apart), by
 // split windows of Sum (SplitSumOf<T>): `divisors` the call's (W among them), `summed` = min(W,
 // steps), `layout` the plan's SplitLayoutFor(summed, unit lanes), and `scratch` holds
 // layout.ScratchSums(lanes) sums. kMiddle: whether windows hold whole blocks (summed > B).
-template <bool kMiddle, typename Sum, typename T>
-void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stride, int64_t lanes,
-                        int64_t t0, int64_t t1, int64_t summed,
+template <bool kMiddle, typename Sum, typename Steps>
+void SplitWindowMeansOf(Steps& steps, int64_t lanes, int64_t t0, int64_t t1, int64_t summed,
                         const InverseDivisors<double>& divisors, const SplitLayout& layout,
                         Sum* __restrict__ scratch) {
+  using T = std::remove_const_t<std::remove_pointer_t<decltype(steps.x)>>;
+  const int64_t stride = steps.stride;
   const int64_t B = layout.block, R = layout.ring;
   const SplitBlocks blocks{t0, B, summed};
   Sum* tails[2] = {scratch, scratch + (B + 1) * lanes};  // tails of blocks of each parity
@@ -146,7 +219,9 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
   const auto slot = [R](int64_t c) { return ((c % R) + R) % R; };
   // A single float64-summed sequence runs vectorised scans over each block (PrefixSums).
   constexpr bool kPlain = std::is_same_v<Sum, PlainSum>;
-  const bool one_lane = kPlain && lanes == 1 && stride == 1;
+  const bool one_lane = kPlain && !Steps::kStaged && lanes == 1 && stride == 1;
+  const T* __restrict__ x = steps.x;  // (one lane in place only)
+  T* __restrict__ y = steps.y;
   double* staged = reinterpret_cast<double*>(head + 3 * lanes);  // one lane: inputs, heads
   const auto as_doubles = [](Sum* sums) { return reinterpret_cast<double*>(sums); };
   // Whether the tails of each parity belong to a block wholly before the sequence: each of them
@@ -180,7 +255,7 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
         constexpr bool kPair = decltype(pair)::value;
         Float64x4 lo = {}, hi = {};
         for (int64_t k = B - 1; k >= zeros; --k) {
-          const T* xs = x + (first + k) * stride;
+          const T* xs = steps.In(first + k);
           double* row = as_doubles(out + k * lanes);
           Float64x4 in;
           Load4(xs, &in);
@@ -201,7 +276,7 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
       for (; l0 + 16 <= lanes; l0 += 16) {
         double sums[16] = {};
         for (int64_t k = B - 1; k >= zeros; --k) {
-          const T* xs = x + (first + k) * stride + l0;
+          const T* xs = steps.In(first + k) + l0;
           double* row = as_doubles(out + k * lanes + l0);
           for (int64_t l = 0; l < 16; ++l) {
             sums[l] += static_cast<double>(xs[l]);
@@ -212,7 +287,7 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
     }
     for (int64_t k = B - 1; k >= zeros && l0 < lanes; --k) {
       Sum* row = out + k * lanes;
-      const T* xs = x + (first + k) * stride;
+      const T* xs = steps.In(first + k);
       for (int64_t l = l0; l < lanes; ++l) {
         row[l] = row[lanes + l];
         row[l].Add(static_cast<double>(xs[l]));
@@ -228,13 +303,14 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
     for (int64_t l = 0; l < lanes; ++l) out[l] = Sum();
     const int64_t first = blocks.FirstStep(c);
     for (int64_t k = blocks.StepsBefore(c); k < B; ++k) {
-      const T* xs = x + (first + k) * stride;
+      const T* xs = steps.In(first + k);
       for (int64_t l = 0; l < lanes; ++l) out[l].Add(static_cast<double>(xs[l]));
     }
   };
 
   // What the first block's windows reach before the unit.
   const int64_t first_tail = blocks.TailBlock(t0);
+  steps.Stage(Max64(blocks.FirstStep(first_tail), LaneHistory{summed}.SequenceStart(t0)), t0);
   if constexpr (kMiddle) {
     for (int64_t c = first_tail + 1; c < 0; ++c) fill_total(c);
   }
@@ -244,6 +320,8 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
   for (int64_t b = 0; blocks.FirstStep(b) < t1; ++b) {
     const int64_t begin = blocks.FirstStep(b), end = Min64(t1, begin + B);
     const int64_t a0 = blocks.TailBlock(begin);
+    steps.Stage(begin, end);
+    steps.BeginBlock(begin);
     // The first step whose window begins in block a0 + 1 (none in b when W is a multiple of B;
     // else a0 + 1 < b).
     const int64_t switch_at = Min64(end, blocks.FirstStep(a0 + 1) + summed);
@@ -327,8 +405,8 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
               }
             }
             const auto step = [&](int64_t t, double inv) {
-              const T* xt = x + t * stride;
-              T* yt = y + t * stride;
+              const T* xt = steps.In(t);
+              T* yt = steps.Out(t);
               Float64x4 in;
               Load4(xt, &in);
               head_lo += in;
@@ -373,8 +451,8 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
         for (int64_t t = from; t < to; ++t, tail += lanes) {
           const double inv = t < grow_end ? divisors.At(t) : divisors.inv_window;
           const double divisor = divisors.DivisorAt(t);
-          const T* xt = x + t * stride;
-          T* yt = y + t * stride;
+          const T* xt = steps.In(t);
+          T* yt = steps.Out(t);
           for (int64_t l = l0; l < lanes; ++l) {
             head[l].Add(static_cast<double>(xt[l]));
             Sum sum = empty_tail ? Sum() : tail[l];
@@ -389,6 +467,7 @@ void SplitWindowMeansOf(const T* __restrict__ x, T* __restrict__ y, int64_t stri
         for (int64_t l = l0; l < lanes; ++l) total[l] = head[l];
       }
     }
+    steps.EndBlock(begin, end);
     // The next block's windows begin in block a0 + 1.
     if (a0 + 1 > tails_done && end < t1) fill_tails(tails_done = a0 + 1);
   }
@@ -443,10 +522,11 @@ void SplitWindowMeans(const T* __restrict__ x, T* __restrict__ y, int64_t stride
                       int64_t t0, int64_t t1, int64_t summed,
                       const InverseDivisors<double>& divisors, const SplitLayout& layout,
                       Sum* __restrict__ scratch) {
+  RowLanes<T> steps{x, y, stride};
   if (summed > layout.block) {
-    SplitWindowMeansOf<true>(x, y, stride, lanes, t0, t1, summed, divisors, layout, scratch);
+    SplitWindowMeansOf<true>(steps, lanes, t0, t1, summed, divisors, layout, scratch);
   } else {
-    SplitWindowMeansOf<false>(x, y, stride, lanes, t0, t1, summed, divisors, layout, scratch);
+    SplitWindowMeansOf<false>(steps, lanes, t0, t1, summed, divisors, layout, scratch);
   }
 }
 

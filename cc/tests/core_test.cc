@@ -507,6 +507,111 @@ void CheckCarefulPathKeepsFloat64Bits(std::mt19937_64& rng) {
   }
 }
 
+// One lane of 16- or 32-bit inputs: the spans after a row's first, four by four, run side by side
+// in the lanes of one vector (SpanGroupsFor). Each such span gets the bits the per-lane loop of a
+// wider unit gives it alone (the split windows on a strided copy, which takes that loop), whatever
+// the order units run in, and meets the reference; spans of other windows (direct sums, blocks of
+// 65-256 steps, beyond kSpanLanesWindowMax) do not run side by side.
+void CheckSpansSideBySide(std::mt19937_64& rng) {
+  const int64_t span = cma::kCpuSpanElements;
+  std::normal_distribution<double> normal(100.0, 10.0);
+  for (const int64_t steps : {6 * span, 6 * span + 17, 11 * span - 5}) {
+    for (const int64_t window : {16, 17, 64, 65, 1024, 4095, 4096, 8192, 8193}) {
+      for (const cma::Edge edge : {cma::Edge::kZeros, cma::Edge::kPartial}) {
+        const cma::Geometry g{1, steps, 1};
+        std::vector<double> x64(steps);
+        for (auto& v : x64) v = static_cast<float>(normal(rng));
+        const std::vector<double> plain = x64;
+        // Spikes, sentinels and non-finite values near the spans' starts and ends, and large
+        // values taken out again within a window: what a sum loses of the small ones between
+        // depends on the order of its additions, so another order gives other bits.
+        const double specials[] = {1e30, -3.4e38, 1e9, -999999.0, NAN, INFINITY, -INFINITY};
+        for (int k = 0; k < 21; ++k) {
+          const int64_t near = (1 + rng() % (steps / span)) * span;
+          const int64_t at = near - window + static_cast<int64_t>(rng() % (2 * window + 1));
+          if (at >= 0 && at < steps) x64[at] = specials[k % 7];
+        }
+        for (int k = 0; k < 3000; ++k) {
+          const int64_t at = rng() % (steps - window);
+          x64[at] = k % 2 ? 1e20 : -1e20;
+          x64[at + 1 + rng() % window] = -x64[at];
+        }
+        for (const bool spiked : {false, true}) {
+          const std::vector<double>& source = spiked ? x64 : plain;
+          const std::vector<float> x(source.begin(), source.end());
+          std::vector<float> y(steps, NAN), reversed(steps, NAN);
+          const cma::Plan plan = cma::MakeCpuPlan(CallOf<float>(g, window, edge));
+          const bool side_by_side =
+              (window > cma::kShortWindowMax && window <= cma::kSpanLanesShortMax) ||
+              (window >= cma::kSpanLanesLongMin && window <= cma::kSpanLanesWindowMax);
+          const int64_t groups = side_by_side ? (plan.spans_per_row - 2) / cma::kSpanLanes : 0;
+          if (plan.span_groups != groups || groups == 0) {
+            if (plan.span_groups != groups) {
+              ++failed;
+              PrintFailure("steps %lld W=%lld: %lld units of spans side by side, want %lld",
+                           (long long)steps, (long long)window, (long long)plan.span_groups,
+                           (long long)groups);
+            } else {
+              ++passed;
+            }
+            continue;
+          }
+          cma::ComputeUnits<float>(plan, x.data(), y.data(), 0, plan.num_units);
+          for (int64_t u = plan.num_units - 1; u >= 0; --u) {
+            cma::ComputeUnits<float>(plan, x.data(), reversed.data(), u, u + 1);
+          }
+          if (std::memcmp(y.data(), reversed.data(), steps * sizeof(float)) != 0) {
+            ++failed;
+            PrintFailure("steps %lld W=%lld: units in reverse changed bits", (long long)steps,
+                         (long long)window);
+          }
+          // Each span of a unit of spans side by side, alone through the per-lane loop.
+          std::vector<float> strided(2 * steps), alone(2 * steps);
+          for (int64_t t = 0; t < steps; ++t) strided[2 * t] = x[t];
+          const int64_t summed = std::min(window, steps);
+          const cma::SplitLayout layout = cma::SplitLayoutFor(summed, 1);
+          std::vector<cma::PlainSum> scratch(layout.ScratchSums(1));
+          const auto divisors = cma::DivisorsOf<double>(CallOf<float>(g, window, edge));
+          int64_t spans_checked = 0, differ = 0;
+          for (int64_t u = 0; u < plan.num_units; ++u) {
+            const cma::UnitRange r = cma::UnitAt(plan, u);
+            if (r.spans == 1) continue;
+            for (int64_t l = 0; l < r.spans; ++l, ++spans_checked) {
+              const int64_t t0 = r.t0 + l * plan.span_steps, t1 = r.t1 + l * plan.span_steps;
+              cma::SplitWindowMeans(strided.data(), alone.data(), 2, 1, t0, t1, summed, divisors,
+                                    layout, scratch.data());
+              for (int64_t t = t0; t < t1; ++t) {
+                differ += std::memcmp(&y[t], &alone[2 * t], sizeof(float)) != 0;
+              }
+            }
+          }
+          if (differ != 0 || spans_checked != cma::kSpanLanes * groups) {
+            ++failed;
+            PrintFailure(
+                "steps %lld W=%lld: %lld outputs of %lld spans side by side differ from "
+                "the per-lane loop",
+                (long long)steps, (long long)window, (long long)differ, (long long)spans_checked);
+          } else {
+            ++passed;
+          }
+          if (!spiked) {  // the reference by long double prefix sums (plain data only)
+            std::vector<long double> prefix(steps + 1, 0.0L), want(steps), magnitude(steps);
+            for (int64_t t = 0; t < steps; ++t) prefix[t + 1] = prefix[t] + x[t];
+            for (int64_t t = 0; t < steps; ++t) {
+              const int64_t first = std::max<int64_t>(0, t - window + 1);
+              const long double divisor =
+                  static_cast<long double>(edge == cma::Edge::kPartial ? t - first + 1 : window);
+              want[t] = (prefix[t + 1] - prefix[first]) / divisor;
+              magnitude[t] = want[t];  // positive inputs
+            }
+            Expect("spans side by side", y, want, magnitude, 1.2e-7);
+          }
+        }
+      }
+    }
+  }
+}
+
 // A NaN/Inf that left the window just before a unit starts must not reach the unit's outputs
 // (a unit's fast path must read nothing before its first window).
 void CheckNonFiniteJustBeforeUnits(std::mt19937_64& rng) {
@@ -828,6 +933,7 @@ std::vector<TestCase> AllCases() {
   cases.push_back({"host_bfloat16", CheckHostBfloat16});
   cases.push_back({"host_half", CheckHostHalf});
   cases.push_back({"nonfinite_just_before_units", CheckNonFiniteJustBeforeUnits});
+  cases.push_back({"spans_side_by_side", CheckSpansSideBySide});
   cases.push_back(
       {"constant_runs_exact/float32", [](std::mt19937_64&) { CheckConstantRunsExact<float>(); }});
   cases.push_back(
