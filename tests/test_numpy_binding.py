@@ -135,6 +135,16 @@ def test_big_endian_input_gives_the_native_result():
     np.testing.assert_array_equal(numpy_causal_moving_avg(x.astype(">f8"), 5), expected)
 
 
+def test_typed_array_likes_keep_their_dtype_as_for_the_op():
+    # Integers in a typed array-like are refused, not cast (a list of Python numbers is cast).
+    with pytest.raises(TypeError, match="must have dtype .*got int32"):
+        numpy_causal_moving_avg(memoryview(np.arange(5, dtype=np.int32)), 2)
+    with pytest.raises(TypeError, match="must have dtype .*got int32"):
+        causal_moving_avg(memoryview(np.arange(5, dtype=np.int32)), 2)
+    y = numpy_causal_moving_avg(memoryview(np.arange(4, dtype=np.float32)), 2)
+    assert y.dtype == np.float32 and y.tolist() == [0.0, 0.5, 1.5, 2.5]
+
+
 def test_masked_array_is_refused():
     with pytest.raises(TypeError, match="a must not be a masked array"):
         numpy_causal_moving_avg(np.ma.array([1.0, 2.0, 3.0], mask=[0, 1, 0]), 2)

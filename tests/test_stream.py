@@ -338,6 +338,50 @@ def test_shapes_known_only_at_run_time_are_checked_by_the_kernel():
         )
 
 
+def test_a_step_count_no_int64_holds_is_refused_not_wrapped():
+    x = np.zeros((1, 5, 1), np.float32)
+    history = np.zeros((1, 2, 1), np.float32)
+    for call in (cma.causal_moving_avg, cma.numpy_causal_moving_avg):
+        with pytest.raises(ValueError, match="step count must fit an int64"):
+            call(x, 3, initial_state=cma.StreamState(history, np.uint64(2**63)))
+        for seen in (2**64 - 1, 2**70):
+            with pytest.raises(ValueError, match="step count must fit an int64"):
+                call(x, 3, initial_state=cma.StreamState(history, seen))
+    with pytest.raises(TypeError, match="int64 scalar, got uint64"):
+        cma.causal_moving_avg(x, 3, initial_state=cma.StreamState(history, tf.constant(5, tf.uint64)))
+
+
+@pytest.mark.parametrize("edge", EDGES)
+def test_the_step_count_stops_at_the_int64_maximum(edge):
+    # Only min(seen, W) divides, so a count held at the maximum changes no output.
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(2, 6, 3)).astype(np.float32)
+    history = rng.normal(size=(2, 3, 3)).astype(np.float32)
+    whole = np.concatenate([history, x], axis=1).astype(np.float64)
+    expected = reference_moving_avg(whole, 4, 1)[:, 3:]  # every window full: divided by W
+    start = cma.StreamState(history, np.int64(2**63 - 3))
+    xla = tf.function(
+        lambda x, h, s: cma.causal_moving_avg(x, 4, edge=edge, initial_state=(h, s), return_state=True),
+        jit_compile=True,
+    )
+    results = {
+        "eager": cma.causal_moving_avg(x, 4, edge=edge, initial_state=start, return_state=True),
+        "xla": xla(x, history, tf.constant(2**63 - 3, tf.int64)),
+        "numpy": cma.numpy_causal_moving_avg(x, 4, edge=edge, initial_state=start, return_state=True),
+    }
+    for path, (y, state) in results.items():
+        assert int(state.seen) == 2**63 - 1, path
+        np.testing.assert_allclose(np.asarray(y), expected, rtol=1e-6, atol=1e-6, err_msg=path)
+        again = cma.numpy_causal_moving_avg(
+            x,
+            4,
+            edge=edge,
+            initial_state=cma.StreamState(np.asarray(state.history), np.asarray(state.seen)),
+            return_state=True,
+        )
+        assert int(again[1].seen) == 2**63 - 1, path
+
+
 def test_a_state_too_large_to_exist_is_a_clear_error():
     x = np.zeros((64, 10, 8), np.float32)
     with pytest.raises(ValueError, match="too long for a stream"):

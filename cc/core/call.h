@@ -29,7 +29,7 @@ struct Call {
   const void* history = nullptr;  // [outer, W - 1, inner]: the W - 1 inputs before x, oldest first
   const int64_t* seen = nullptr;  // how many steps the stream had before x (the divisor's count)
   void* next_history = nullptr;   // [outer, W - 1, inner]: the last W - 1 inputs of history then x
-  int64_t* next_seen = nullptr;   // *seen + steps
+  int64_t* next_seen = nullptr;   // *seen + steps (NextSeen)
 
   // Packed sequences (optional): one id per row and step, [outer, steps]; a sequence begins at
   // step 0 and wherever the id differs from the previous step's. `ids_kind` describes them also

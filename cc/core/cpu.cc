@@ -141,7 +141,7 @@ void ComputeStreamOnCpu(const Call& call, void* scratch, int64_t threads, RunSha
       }
     });
   }
-  *call.next_seen = *call.seen + call.view.steps;
+  *call.next_seen = NextSeen(call);
 }
 
 }  // namespace

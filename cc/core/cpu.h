@@ -152,11 +152,7 @@ inline void SpanLanesMeans(const T* x, T* y, int64_t distance, int64_t t0, int64
     staging->resize(kSpanLanes * (ring_steps + layout.block));
     SpanLanes<T> steps{
         x, y, distance, staging->data(), ring_steps, staging->data() + kSpanLanes * ring_steps};
-    if (summed > layout.block) {
-      SplitWindowMeansOf<true>(steps, kSpanLanes, t0, t1, summed, divisors, layout, scratch);
-    } else {
-      SplitWindowMeansOf<false>(steps, kSpanLanes, t0, t1, summed, divisors, layout, scratch);
-    }
+    SplitWindowMeansOf(steps, kSpanLanes, t0, t1, summed, divisors, layout, scratch);
   }
 #endif
 }

@@ -97,7 +97,7 @@ __global__ void HeadOutputsKernel(Call call, StreamStage stage, const T* __restr
 // Also the next step count (thread 0), so that it stays on the device.
 template <typename T>
 __global__ void NextHistoryKernel(Call call) {
-  if (blockIdx.x == 0 && threadIdx.x == 0) *call.next_seen = *call.seen + call.view.steps;
+  if (blockIdx.x == 0 && threadIdx.x == 0) *call.next_seen = NextSeen(call);
   const int64_t count = call.view.outer * call.HistorySteps() * call.view.inner;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {

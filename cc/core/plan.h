@@ -176,8 +176,14 @@ CMA_HOST_DEVICE inline UnitRange UnitAt(const Plan& plan, int64_t unit) {
   r.spans = 1;
   if (groups > 0) {  // one lane: span 0, then `groups` units of kSpanLanes spans, then the rest
     group = 0;
-    span = k <= groups ? Max64(0, 1 + kSpanLanes * (k - 1)) : k + (kSpanLanes - 1) * groups;
-    if (k >= 1 && k <= groups) r.spans = kSpanLanes;
+    if (k == 0) {
+      span = 0;
+    } else if (k <= groups) {
+      span = 1 + kSpanLanes * (k - 1);
+      r.spans = kSpanLanes;
+    } else {
+      span = k + (kSpanLanes - 1) * groups;
+    }
   }
   r.t0 = span * plan.span_steps;
   r.t1 = Min64(plan.call.view.steps, r.t0 + plan.span_steps);

@@ -140,7 +140,7 @@ struct RowLanes {
   const T* In(int64_t t) const { return x + t * stride; }
   T* Out(int64_t t) const { return y + t * stride; }
   void Stage(int64_t, int64_t) {}
-  void BeginBlock(int64_t) {}
+  void BeginBlock(int64_t, int64_t) {}
   void EndBlock(int64_t, int64_t) {}
 };
 
@@ -173,7 +173,11 @@ struct SpanLanes {
     for (; t + 4 <= t_b; t += 4) Transpose4(x + t, distance, ring + (t & (ring_steps - 1)) * 4, 4);
     for (; t < t_b; ++t) one();
   }
-  void BeginBlock(int64_t begin) { out_first = begin; }
+  // A block's steps [begin, end): its inputs into the ring, its outputs into `out`.
+  void BeginBlock(int64_t begin, int64_t end) {
+    Stage(begin, end);
+    out_first = begin;
+  }
   void EndBlock(int64_t begin, int64_t end) {
     int64_t t = begin;
     for (; t + 4 <= end; t += 4) Transpose4(out + (t - begin) * 4, 4, y + t, distance);
@@ -320,8 +324,7 @@ void SplitWindowMeansOf(Steps& steps, int64_t lanes, int64_t t0, int64_t t1, int
   for (int64_t b = 0; blocks.FirstStep(b) < t1; ++b) {
     const int64_t begin = blocks.FirstStep(b), end = Min64(t1, begin + B);
     const int64_t a0 = blocks.TailBlock(begin);
-    steps.Stage(begin, end);
-    steps.BeginBlock(begin);
+    steps.BeginBlock(begin, end);
     // The first step whose window begins in block a0 + 1 (none in b when W is a multiple of B;
     // else a0 + 1 < b).
     const int64_t switch_at = Min64(end, blocks.FirstStep(a0 + 1) + summed);
@@ -472,6 +475,17 @@ void SplitWindowMeansOf(Steps& steps, int64_t lanes, int64_t t0, int64_t t1, int
     if (a0 + 1 > tails_done && end < t1) fill_tails(tails_done = a0 + 1);
   }
 }
+// SplitWindowMeansOf for any Steps (RowLanes, SpanLanes), kMiddle as the layout has it.
+template <typename Sum, typename Steps>
+void SplitWindowMeansOf(Steps& steps, int64_t lanes, int64_t t0, int64_t t1, int64_t summed,
+                        const InverseDivisors<double>& divisors, const SplitLayout& layout,
+                        Sum* __restrict__ scratch) {
+  if (summed > layout.block) {
+    SplitWindowMeansOf<true>(steps, lanes, t0, t1, summed, divisors, layout, scratch);
+  } else {
+    SplitWindowMeansOf<false>(steps, lanes, t0, t1, summed, divisors, layout, scratch);
+  }
+}
 
 // Whether a float64 lane's split windows may have overflowed over steps [t0, t1): an output that
 // is not finite while the inputs its windows reach hold a value of 2^960 or more (finite values
@@ -523,11 +537,7 @@ void SplitWindowMeans(const T* __restrict__ x, T* __restrict__ y, int64_t stride
                       const InverseDivisors<double>& divisors, const SplitLayout& layout,
                       Sum* __restrict__ scratch) {
   RowLanes<T> steps{x, y, stride};
-  if (summed > layout.block) {
-    SplitWindowMeansOf<true>(steps, lanes, t0, t1, summed, divisors, layout, scratch);
-  } else {
-    SplitWindowMeansOf<false>(steps, lanes, t0, t1, summed, divisors, layout, scratch);
-  }
+  SplitWindowMeansOf(steps, lanes, t0, t1, summed, divisors, layout, scratch);
 }
 
 // SplitWindowMeans of one lane whose summed window is its whole sequence and one block (n <= W,

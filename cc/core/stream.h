@@ -90,6 +90,13 @@ CMA_HOST_DEVICE T NextHistoryAt(const Call& call, int64_t i) {
   return static_cast<const T*>(call.x)[row * call.view.steps * inner + from - row_elements];
 }
 
+// The next state's step count: *seen + steps, held at INT64_MAX (a count of W or more divides
+// as W does, so nothing depends on where it stops).
+CMA_HOST_DEVICE inline int64_t NextSeen(const Call& call) {
+  const int64_t seen = *call.seen, steps = call.view.steps;
+  return seen > 0 && steps > INT64_MAX - seen ? INT64_MAX : seen + steps;
+}
+
 // Where output i of the stream's head (flat over [outer, n, inner]) lies in the stage's output.
 CMA_HOST_DEVICE inline int64_t StageOutputOf(const Call& call, const StreamStage& stage,
                                              int64_t i) {

@@ -275,7 +275,7 @@ void GpuStreamOnHost(GpuKernel kernel, const cma::Call& call) {
   for (int64_t i = 0; i < call.view.outer * call.HistorySteps() * call.view.inner; ++i) {
     static_cast<T*>(call.next_history)[i] = cma::NextHistoryAt<T>(call, i);
   }
-  *call.next_seen = *call.seen + call.view.steps;  // NextHistoryKernel's thread 0
+  *call.next_seen = cma::NextSeen(call);  // NextHistoryKernel's thread 0
 }
 
 // A series cut in two at `cut`: the second part as a stream that continues the first (its state

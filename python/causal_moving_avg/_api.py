@@ -10,6 +10,7 @@ from causal_moving_avg._history import (
     check_segment_ids,
     check_state,
     check_state_size,
+    host_seen,
 )
 from causal_moving_avg._loader import ops
 
@@ -183,8 +184,10 @@ def _state_tensors(state, x, window, axis):
     if x_shape.rank is not None and history_shape.rank is not None:
         check_history_shape(history_shape.as_list(), x_shape.as_list(), axis, window)
     if not isinstance(seen, tf.Tensor) or seen.dtype != tf.int64:
-        seen = tf.convert_to_tensor(seen)
-        if seen.dtype.is_integer and seen.dtype != tf.int64:
+        count = host_seen(seen)
+        seen = tf.convert_to_tensor(seen) if count is None else tf.constant(count, tf.int64)
+        # A uint64 count may not fit: refused below rather than wrapped by the cast.
+        if seen.dtype.is_integer and seen.dtype not in (tf.int64, tf.uint64):
             seen = tf.cast(seen, tf.int64)
         if seen.dtype != tf.int64:
             raise TypeError(f"initial_state's step count must be an int64 scalar, got {seen.dtype.name}")

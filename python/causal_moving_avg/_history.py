@@ -34,6 +34,24 @@ def check_state(state, name="initial_state"):
     )
 
 
+def host_seen(seen, name="initial_state"):
+    """A state's step count given on the host (a Python or NumPy integer, or a 0-d integer
+    array) as an int, or None for anything else (a tensor). A value no int64 holds is refused
+    here: converted, it would wrap to another count."""
+    if isinstance(seen, bool):
+        return None
+    if isinstance(seen, int):
+        value = seen
+    else:
+        count = np.asarray(seen) if isinstance(seen, (np.integer, np.ndarray)) else None
+        if count is None or count.shape != () or count.dtype.kind not in "iu":
+            return None
+        value = int(count)
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(f"{name}'s step count must fit an int64 (at most 2**63 - 1), got {value}")
+    return value
+
+
 def check_history_shape(history_shape, x_shape, axis, window, name="initial_state"):
     """ValueError unless the history is x's shape with the averaged axis window - 1 long (None
     entries: unknown, not checked)."""

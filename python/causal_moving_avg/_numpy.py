@@ -14,6 +14,7 @@ from causal_moving_avg._history import (
     check_segment_ids,
     check_state,
     check_state_size,
+    host_seen,
 )
 
 
@@ -59,13 +60,13 @@ def numpy_causal_moving_avg(
             "stream of another dtype?"
         )
     check_history_shape(history.shape, a.shape, axis, args.window)
-    seen = np.asarray(seen)
-    if seen.shape != () or seen.dtype.kind not in "iu":
+    count = host_seen(seen)
+    if count is None:
         raise TypeError(f"initial_state's step count must be an integer scalar, got {seen!r}")
-    if int(seen) < 0:
-        raise ValueError(f"initial_state's step count must be >= 0, got {int(seen)}")
+    if count < 0:
+        raise ValueError(f"initial_state's step count must be >= 0, got {count}")
     y, next_history, next_seen = _numpy_core.causal_moving_avg(
-        a, args.window, axis, args.edge, history, int(seen)
+        a, args.window, axis, args.edge, history, count
     )
     if not return_state:
         return y
@@ -84,8 +85,9 @@ def numpy_stream_state(history, window=3, axis=None):
 def _as_array(a, name):
     check_not_masked(a, name)
     if not isinstance(a, np.ndarray):
-        a = np.asarray(a)
-        if a.dtype.kind in "iub":  # a list of Python numbers: NumPy's default float
+        typed = hasattr(a, "__array__") or isinstance(a, memoryview)
+        a = np.asarray(a)  # pandas, memoryviews and other typed array-likes keep their dtype
+        if not typed and a.dtype.kind in "iub":  # a list of Python numbers: NumPy's default float
             a = a.astype(np.float64)
     if not a.dtype.isnative:  # big-endian data: the same values in this machine's byte order
         a = a.astype(a.dtype.newbyteorder("="))
