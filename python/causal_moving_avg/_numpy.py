@@ -60,7 +60,8 @@ def numpy_causal_moving_avg(
             "stream of another dtype?"
         )
     check_history_shape(history.shape, a.shape, axis, args.window)
-    count = host_seen(seen)
+    # Any array-like count (a NumPy scalar, a state returned by the op: an eager tensor).
+    count = host_seen(seen if isinstance(seen, (int, np.integer)) else np.asarray(seen))
     if count is None:
         raise TypeError(f"initial_state's step count must be an integer scalar, got {seen!r}")
     if count < 0:
