@@ -3,7 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
-from causal_moving_avg._checks import check_call, check_not_masked
+from causal_moving_avg._checks import check_call, check_not_masked, is_typed_array_like
 from causal_moving_avg._history import (
     StreamState,
     check_history_shape,
@@ -25,7 +25,7 @@ def to_input_tensor(x) -> tf.Tensor:
                 "x must be a dense or ragged tensor, got a SparseTensor (convert it with .to_dense())"
             )
         check_not_masked(x, "x")
-        if not tf.is_tensor(x) and (hasattr(x, "__array__") or isinstance(x, memoryview)):
+        if not tf.is_tensor(x) and is_typed_array_like(x):
             x = np.asarray(x)  # pandas, memoryviews and other typed array-likes keep their dtype
         if tf.is_tensor(x) or isinstance(x, (np.ndarray, np.generic)):
             x = tf.convert_to_tensor(x)  # keeps the array's dtype: no silent cast

@@ -66,6 +66,13 @@ def check_not_masked(x, name):
         raise TypeError(f"{name} must not be a masked array: its masked values would be averaged (fill them)")
 
 
+def is_typed_array_like(x) -> bool:
+    """Whether x carries its own dtype (NumPy arrays and scalars, pandas, memoryviews, anything
+    with ``__array__``), which both bindings keep, where a list of Python numbers takes the
+    default float."""
+    return hasattr(x, "__array__") or isinstance(x, memoryview)
+
+
 def _check_window(window) -> int:
     if isinstance(window, bool) or not isinstance(window, numbers.Integral):
         raise TypeError(f"window must be an int >= 1, got {window!r} of type {type(window).__name__}")

@@ -6,7 +6,7 @@ Importing it loads neither TensorFlow nor Keras.
 import numpy as np
 
 from causal_moving_avg import _numpy_core
-from causal_moving_avg._checks import check_call, check_not_masked
+from causal_moving_avg._checks import check_call, check_not_masked, is_typed_array_like
 from causal_moving_avg._history import (
     StreamState,
     arrays_state,
@@ -86,7 +86,7 @@ def numpy_stream_state(history, window=3, axis=None):
 def _as_array(a, name):
     check_not_masked(a, name)
     if not isinstance(a, np.ndarray):
-        typed = hasattr(a, "__array__") or isinstance(a, memoryview)
+        typed = is_typed_array_like(a)
         a = np.asarray(a)  # pandas, memoryviews and other typed array-likes keep their dtype
         if not typed and a.dtype.kind in "iub":  # a list of Python numbers: NumPy's default float
             a = a.astype(np.float64)
